@@ -1,0 +1,129 @@
+/* config: command line -> an immutable configuration. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+void config_usage(FILE *out)
+{
+    fputs("Usage: rat-py [OPTIONS]          serve a Jupyter kernel over MCP on stdin/stdout\n"
+          "       rat-py kernels            list the kernelspecs rat-py can launch\n"
+          "       rat-py --help | --version\n"
+          "\n"
+          "rat-py starts a kernel (python3 by default) and answers MCP requests with three\n"
+          "tools: run (execute code, answer input()), look (variables, inspect, complete)\n"
+          "and ctl (reset, cancel, restart, status, wait). stdout carries MCP messages\n"
+          "only; diagnostics go to stderr.\n"
+          "\n"
+          "Options:\n"
+          "  --cwd DIR            working directory of the kernel (default: the current one)\n"
+          "  --kernel NAME        kernelspec to launch (default: python3)\n"
+          "  --python PATH        run the Python kernel with this interpreter (it needs ipykernel)\n"
+          "  --venv DIR           run the Python kernel in this virtual environment\n"
+          "                       (default: $VIRTUAL_ENV, else ./.venv in DIR or a parent, when\n"
+          "                       it has ipykernel)\n"
+          "  --existing FILE|NAME attach to a running kernel's connection file instead of\n"
+          "                       starting one (it keeps running when rat-py exits)\n"
+          "  --allow-restart      let ctl restart act on an --existing kernel\n"
+          "  --assets-dir DIR     where full outputs are kept (default: <cwd>/.rat-assets)\n"
+          "  --boot-timeout SEC   give up on a kernel not ready after SEC seconds (default: 60)\n"
+          "  --log-level LEVEL    stderr diagnostics: debug, info, warn (default), error, off\n"
+          "  -h, --help           show this help\n"
+          "  -V, --version        show the version\n",
+          out);
+}
+
+/* Returns the value of option `name` at argv[*i] ("--name VALUE" or
+ * "--name=VALUE"), advancing *i; NULL when argv[*i] is another option. */
+static const char *s_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int config_parse(config_t *cfg, int argc, char **argv)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->cmd = CONFIG_CMD_SERVE;
+    cfg->boot_timeout_s = 60;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v;
+        int missing = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cfg->cmd = CONFIG_CMD_HELP;
+            return 0;
+        }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+            cfg->cmd = CONFIG_CMD_VERSION;
+            return 0;
+        }
+        if (i == 1 && strcmp(a, "kernels") == 0) {
+            cfg->cmd = CONFIG_CMD_KERNELS;
+            continue;
+        }
+        if (strcmp(a, "--allow-restart") == 0) {
+            cfg->allow_restart = true;
+            continue;
+        }
+#define OPT(name, field)                                          \
+    if ((v = s_value(argc, argv, &i, name, &missing)) != NULL) { \
+        cfg->field = v;                                           \
+        continue;                                                 \
+    }                                                             \
+    if (missing)                                                  \
+        goto missing;
+        OPT("--cwd", cwd)
+        OPT("--kernel", kernel)
+        OPT("--python", python)
+        OPT("--venv", venv)
+        OPT("--existing", existing)
+        OPT("--assets-dir", assets_dir)
+        OPT("--log-level", log_level)
+#undef OPT
+        if ((v = s_value(argc, argv, &i, "--boot-timeout", &missing)) != NULL) {
+            char *end = NULL;
+            long s = strtol(v, &end, 10);
+            if (!end || *end || s <= 0 || s > 3600) {
+                fprintf(stderr, "rat-py: --boot-timeout needs a number of seconds (1-3600), not '%s'\n", v);
+                return -1;
+            }
+            cfg->boot_timeout_s = (int)s;
+            continue;
+        }
+        if (missing)
+            goto missing;
+        fprintf(stderr, "rat-py: unknown option '%s' (see rat-py --help)\n", a);
+        return -1;
+missing:
+        fprintf(stderr, "rat-py: option '%s' needs a value (see rat-py --help)\n", a);
+        return -1;
+    }
+    if (cfg->log_level && log_level_parse(cfg->log_level) < 0) {
+        fprintf(stderr, "rat-py: --log-level must be debug, info, warn, error or off, not '%s'\n", cfg->log_level);
+        return -1;
+    }
+    if (cfg->existing && (cfg->kernel || cfg->python || cfg->venv)) {
+        fprintf(stderr, "rat-py: --existing attaches to a running kernel; it cannot be combined with "
+                        "--kernel, --python or --venv\n");
+        return -1;
+    }
+    if (cfg->python && cfg->venv) {
+        fprintf(stderr, "rat-py: give either --python or --venv, not both\n");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,33 @@
+/* config: command line -> an immutable configuration. */
+#ifndef RAT_CONFIG_H
+#define RAT_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef enum {
+    CONFIG_CMD_SERVE,     /* the MCP server (default) */
+    CONFIG_CMD_KERNELS,   /* list kernelspecs */
+    CONFIG_CMD_HELP,
+    CONFIG_CMD_VERSION,
+} config_cmd_t;
+
+typedef struct {
+    config_cmd_t cmd;
+    const char *cwd;          /* --cwd (borrowed from argv) */
+    const char *kernel;       /* --kernel; NULL = python3 */
+    const char *python;       /* --python */
+    const char *venv;         /* --venv */
+    const char *existing;     /* --existing */
+    bool allow_restart;       /* --allow-restart */
+    const char *assets_dir;   /* --assets-dir */
+    int boot_timeout_s;       /* --boot-timeout */
+    const char *log_level;    /* --log-level */
+} config_t;
+
+/* Parses argv. Returns 0, or -1 after writing a message to stderr
+ * (exit status 2: usage error). */
+int config_parse(config_t *cfg, int argc, char **argv);
+void config_usage(FILE *out);
+
+#endif

@@ -1,0 +1,155 @@
+/* fileio: small, bounded file-system helpers. */
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+char *fileio_read(const char *path, size_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int e = errno ? errno : EINVAL;
+        close(fd);
+        errno = S_ISREG(st.st_mode) ? e : EINVAL;
+        return NULL;
+    }
+    if ((size_t)st.st_size > max) {
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, got = 0;
+    char *data = xmalloc(cap);
+    for (;;) {
+        if (got + 1 >= cap) {
+            if (cap > max) {
+                free(data);
+                close(fd);
+                errno = EFBIG;
+                return NULL;
+            }
+            cap *= 2;
+            data = xrealloc(data, cap);
+        }
+        ssize_t n = read(fd, data + got, cap - got - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(data);
+            close(fd);
+            errno = e;
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (got > max) {
+        free(data);
+        errno = EFBIG;
+        return NULL;
+    }
+    data[got] = '\0';
+    if (len)
+        *len = got;
+    return data;
+}
+
+int fileio_write_atomic(const char *path, const void *data, size_t len, int mode)
+{
+    char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    fchmod(fd, (mode_t)mode); /* the umask must not widen or narrow it */
+    const char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            free(tmp);
+            errno = e;
+            return -1;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (close(fd) < 0 || rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        errno = e;
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+bool fileio_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool fileio_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool fileio_is_executable(const char *path)
+{
+    return fileio_is_file(path) && access(path, X_OK) == 0;
+}
+
+char *fileio_which(const char *name)
+{
+    if (!name || !*name)
+        return NULL;
+    if (strchr(name, '/'))
+        return fileio_is_executable(name) ? xstrdup(name) : NULL;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = xstrdup(path);
+    char *save = NULL, *found = NULL;
+    for (char *dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+        char *cand = xasprintf("%s/%s", *dir ? dir : ".", name);
+        if (fileio_is_executable(cand))
+            found = cand;
+        else
+            free(cand);
+    }
+    free(copy);
+    return found;
+}
+
+char *fileio_realpath(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (!r)
+        return NULL;
+    char *copy = xstrdup(r);
+    free(r);
+    return copy;
+}

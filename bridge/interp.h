@@ -1,0 +1,32 @@
+/* interp: which Python runs the default kernel.
+ *
+ * Order: --python PATH, then --venv DIR, then an active or nearby virtual
+ * environment ($VIRTUAL_ENV, else ./.venv in the working directory or one of
+ * its parents). An environment is used only when it has ipykernel; otherwise
+ * rat-py falls back to the python3 kernelspec and says why. Checking for
+ * ipykernel looks at the environment's site-packages on disk: no Python is
+ * started just to ask. */
+#ifndef RAT_INTERP_H
+#define RAT_INTERP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    char *python;     /* interpreter to launch with -m ipykernel_launcher, or NULL: use the kernelspec */
+    char *venv;       /* the environment considered, or NULL */
+    char *note;       /* one line for ctl status, or NULL */
+} interp_t;
+
+/* Fills *out (free with interp_free). Returns -1 with err filled only when
+ * an explicit --python/--venv cannot be used. */
+int interp_resolve(const char *cwd, const char *python, const char *venv, interp_t *out, char *err, size_t errlen);
+void interp_free(interp_t *it);
+/* Whether a venv/prefix directory has ipykernel installed. */
+bool interp_env_has_ipykernel(const char *prefix);
+/* A Python on this machine that can import ipykernel (python3 on PATH,
+ * then /usr/bin/python3), for when no python3 kernelspec exists. Runs each
+ * candidate once with a short timeout. Caller owns the result; NULL if none. */
+char *interp_find_python_with_ipykernel(void);
+
+#endif

@@ -1,0 +1,454 @@
+/* kernel: process + connection file + channels + readiness for one kernel. */
+#define LOG_MODULE "kernel"
+#include "kernel.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "connfile.h"
+#include "kernel_proc.h"
+#include "kernel_zmq.h"
+#include "log.h"
+#include "mem.h"
+
+#define NUDGE_INTERVAL_MS 1000  /* re-send kernel_info_request while booting */
+#define IOPUB_PROOF_MS 200      /* after a reply, wait this long for iopub traffic */
+#define HB_INTERVAL_MS 1000
+#define HB_TOLERANCE_MS 3000
+#define PORT_RETRIES 3
+#define LOG_TRIM_BYTES (16L << 20)
+
+struct kernel {
+    loop_t *loop;                 /* borrowed */
+    void *zctx;                   /* borrowed */
+    kernel_events_t ev;
+    void *ud;
+    kernel_state_t state;
+    kernel_proc_t *proc;          /* owned; NULL when attached */
+    kernel_conn_t *conn;          /* owned */
+    connfile_t ci;
+    char *conn_path;              /* owned */
+    bool owned_file;              /* we wrote conn_path and remove it */
+    char *log_path;               /* owned */
+    bool interrupt_message;
+    char info_id[WIRE_ID_LEN + 1];/* last kernel_info_request */
+    bool got_reply, got_iopub;
+    json_object *info;            /* kernel_info_reply content, owned */
+    uint64_t nudge_timer, boot_timer, event_timer, trim_timer;
+    int64_t started_ms, ready_ms;
+    int boot_timeout_ms;
+    char *dead_why;               /* pending on_dead text, owned */
+    char *runtime_dir;            /* owned */
+    bool hb_ok;
+    /* For port-clash retries of owned kernels. */
+    char **argv_template;         /* owned copy, {connection_file} unsubstituted */
+    char **env_extra;             /* owned copy */
+    char *cwd;                    /* owned copy */
+    int retries;
+};
+
+static int s_launch(kernel_t *self, char *err, size_t errlen);
+
+kernel_state_t kernel_state(const kernel_t *self)
+{
+    return self->state;
+}
+
+bool kernel_owned(const kernel_t *self)
+{
+    return self->proc != NULL;
+}
+
+pid_t kernel_pid(const kernel_t *self)
+{
+    return self->proc ? kernel_proc_pid(self->proc) : 0;
+}
+
+int64_t kernel_started_ms(const kernel_t *self)
+{
+    return self->started_ms;
+}
+
+int64_t kernel_boot_ms(const kernel_t *self)
+{
+    return self->ready_ms ? self->ready_ms - self->started_ms : 0;
+}
+
+const char *kernel_connection_file(const kernel_t *self)
+{
+    return self->conn_path;
+}
+
+const char *kernel_log_path(const kernel_t *self)
+{
+    return self->log_path;
+}
+
+bool kernel_heartbeat_ok(const kernel_t *self)
+{
+    return self->hb_ok;
+}
+
+void kernel_stats(const kernel_t *self, kconn_stats_t *out)
+{
+    if (self->conn)
+        kernel_conn_stats(self->conn, out);
+    else
+        memset(out, 0, sizeof *out);
+}
+
+/* Events go out from a 0 ms timer so that handlers may destroy the kernel. */
+static void s_emit_dead(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->event_timer = 0;
+    char *why = self->dead_why;
+    self->dead_why = NULL;
+    if (self->ev.on_dead)
+        self->ev.on_dead(self->ud, self, why ? why : "the kernel stopped");
+    free(why);
+}
+
+static void s_die(kernel_t *self, char *why /* consumed */)
+{
+    if (self->state == KERNEL_DEAD) {
+        free(why);
+        return;
+    }
+    self->state = KERNEL_DEAD;
+    loop_timer_cancel(self->loop, self->nudge_timer);
+    loop_timer_cancel(self->loop, self->boot_timer);
+    self->nudge_timer = self->boot_timer = 0;
+    if (self->conn)
+        kernel_conn_heartbeat(self->conn, 0, 0);
+    free(self->dead_why);
+    self->dead_why = why;
+    log_info("kernel dead: %s", why);
+    self->event_timer = loop_timer(self->loop, 0, s_emit_dead, self);
+}
+
+static void s_send_info(kernel_t *self)
+{
+    kernel_conn_send(self->conn, KCHAN_SHELL, "kernel_info_request", NULL, NULL, self->info_id);
+}
+
+static void s_nudge(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->nudge_timer = 0;
+    if (self->state != KERNEL_STARTING)
+        return;
+    /* Either no reply yet (kernel still booting: ask again, slowly) or a reply
+     * came without iopub traffic (the subscription was not there yet). */
+    s_send_info(self);
+    self->nudge_timer = loop_timer(loop, self->got_reply ? IOPUB_PROOF_MS : NUDGE_INTERVAL_MS, s_nudge, self);
+}
+
+static void s_become_ready(kernel_t *self)
+{
+    self->state = KERNEL_READY;
+    self->ready_ms = loop_now_ms();
+    loop_timer_cancel(self->loop, self->nudge_timer);
+    loop_timer_cancel(self->loop, self->boot_timer);
+    self->nudge_timer = self->boot_timer = 0;
+    log_info("kernel ready in %lld ms", (long long)(self->ready_ms - self->started_ms));
+    if (self->ev.on_ready)
+        self->ev.on_ready(self->ud, self, self->info);
+}
+
+static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
+{
+    kernel_t *self = ud;
+    if (self->state == KERNEL_STARTING) {
+        if (ch == KCHAN_IOPUB)
+            self->got_iopub = true;
+        if (ch == KCHAN_SHELL && strcmp(m->msg_type, "kernel_info_reply") == 0) {
+            self->got_reply = true;
+            json_object_put(self->info);
+            self->info = json_object_get(m->content);
+            if (!self->got_iopub) {
+                loop_timer_cancel(self->loop, self->nudge_timer);
+                self->nudge_timer = loop_timer(self->loop, IOPUB_PROOF_MS, s_nudge, self);
+            }
+        }
+        if (self->got_reply && self->got_iopub) {
+            s_become_ready(self);
+            /* The reply and status of the handshake are ours, not the owner's. */
+            return;
+        }
+        if (ch == KCHAN_SHELL && strcmp(m->msg_type, "kernel_info_reply") == 0)
+            return;
+    }
+    if (self->state == KERNEL_DEAD)
+        return;
+    if (self->ev.on_msg)
+        self->ev.on_msg(self->ud, self, ch, m);
+}
+
+static void s_on_conn_event(void *ud, kconn_event_t ev)
+{
+    kernel_t *self = ud;
+    bool ok = ev == KCONN_HB_OK;
+    if (ok == self->hb_ok)
+        return;
+    self->hb_ok = ok;
+    log_info("kernel heartbeat %s", ok ? "back" : "lost");
+    if (self->ev.on_heartbeat)
+        self->ev.on_heartbeat(self->ud, self, ok);
+}
+
+static void s_boot_timeout(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->boot_timer = 0;
+    if (self->state != KERNEL_STARTING)
+        return;
+    char *why = xasprintf("the kernel did not become ready within %d s%s%s", self->boot_timeout_ms / 1000,
+                          self->log_path ? " (its log: " : "", self->log_path ? self->log_path : "");
+    if (self->log_path) {
+        char *w2 = xasprintf("%s)", why);
+        free(why);
+        why = w2;
+    }
+    s_die(self, why);
+}
+
+static void s_trim(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->trim_timer = loop_timer(loop, 5000, s_trim, self);
+    if (self->proc)
+        kernel_proc_trim_log(self->proc, LOG_TRIM_BYTES);
+}
+
+/* Builds a one-line explanation of an early exit from the log's last lines. */
+static char *s_exit_reason(kernel_t *self, const char *how)
+{
+    char *tail = self->proc ? kernel_proc_log_tail(self->proc, 4096) : NULL;
+    const char *last = NULL;
+    if (tail) {
+        /* Last non-empty line that is not debugger noise. */
+        char *save = NULL;
+        for (char *line = strtok_r(tail, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            while (*line == ' ' || *line == '\t')
+                line++;
+            if (*line && !strstr(line, "Debugger warning") && !strstr(line, "frozen modules") &&
+                !strstr(line, "PYDEVD_DISABLE_FILE_VALIDATION") && strncmp(line, "0.00s -", 7) != 0)
+                last = line;
+        }
+    }
+    char *why;
+    if (self->state == KERNEL_STARTING)
+        why = xasprintf("the kernel exited during start-up (%s)%s%s", how, last ? ": " : "", last ? last : "");
+    else
+        why = xasprintf("kernel died (%s)", how);
+    free(tail);
+    return why;
+}
+
+void kernel_check_exit(kernel_t *self)
+{
+    int status = 0;
+    if (!self->proc || self->state == KERNEL_DEAD || !kernel_proc_reap(self->proc, &status))
+        return;
+    char how[128];
+    kernel_proc_describe(status, how, sizeof how);
+    if (self->state == KERNEL_STARTING && self->retries < PORT_RETRIES) {
+        char *tail = kernel_proc_log_tail(self->proc, 4096);
+        bool clash = tail && strstr(tail, "Address already in use");
+        free(tail);
+        if (clash) {
+            /* Another process took one of our ports between picking and
+             * binding: pick new ones and start again. */
+            log_info("kernel port clash; retrying with new ports");
+            self->retries++;
+            kernel_conn_destroy(&self->conn);
+            kernel_proc_destroy(&self->proc);
+            char err[512];
+            if (s_launch(self, err, sizeof err) == 0)
+                return;
+            s_die(self, xstrdup(err));
+            return;
+        }
+    }
+    s_die(self, s_exit_reason(self, how));
+}
+
+static char **s_copy_list(char *const *list)
+{
+    size_t n = 0;
+    while (list && list[n])
+        n++;
+    char **out = xcalloc(n + 1, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = xstrdup(list[i]);
+    return out;
+}
+
+static void s_free_list(char **list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        free(list[i]);
+    free(list);
+}
+
+static void s_connect(kernel_t *self)
+{
+    self->got_reply = self->got_iopub = false;
+    s_send_info(self);
+    loop_timer_cancel(self->loop, self->nudge_timer);
+    self->nudge_timer = loop_timer(self->loop, NUDGE_INTERVAL_MS, s_nudge, self);
+    kernel_conn_heartbeat(self->conn, HB_INTERVAL_MS, HB_TOLERANCE_MS);
+}
+
+/* Writes a connection file, spawns the process and connects. */
+static int s_launch(kernel_t *self, char *err, size_t errlen)
+{
+    static unsigned seq;
+    connfile_free(&self->ci);
+    if (connfile_init_local(&self->ci, "", err, errlen) < 0)
+        return -1;
+    unsigned n = ++seq;
+    free(self->conn_path);
+    free(self->log_path);
+    self->conn_path = xasprintf("%s/kernel-rat%ld-%u.json", self->runtime_dir, (long)getpid(), n);
+    self->log_path = xasprintf("%s/kernel-rat%ld-%u.log", self->runtime_dir, (long)getpid(), n);
+    unlink(self->log_path);
+    if (connfile_write(self->conn_path, &self->ci, err, errlen) < 0)
+        return -1;
+    self->owned_file = true;
+    size_t argc = 0;
+    while (self->argv_template[argc])
+        argc++;
+    char **argv = xcalloc(argc + 1, sizeof *argv);
+    for (size_t i = 0; i < argc; i++) {
+        const char *a = self->argv_template[i];
+        const char *at = strstr(a, "{connection_file}");
+        argv[i] = at ? xasprintf("%.*s%s%s", (int)(at - a), a, self->conn_path, at + strlen("{connection_file}"))
+                     : xstrdup(a);
+    }
+    char *parent = xasprintf("JPY_PARENT_PID=%ld", (long)getpid());
+    size_t ne = 0;
+    while (self->env_extra && self->env_extra[ne])
+        ne++;
+    char **env = xcalloc(ne + 3, sizeof *env);
+    /* ipykernel's debugger warns about frozen modules at every start; the
+     * warning is noise in the log and costs start-up time. */
+    env[0] = xstrdup("PYDEVD_DISABLE_FILE_VALIDATION=1");
+    env[1] = parent;
+    for (size_t i = 0; i < ne; i++)
+        env[2 + i] = xstrdup(self->env_extra[i]);
+    static char *const drop[] = {"PYTHONEXECUTABLE", NULL};
+    kernel_proc_opts_t po = {
+        .argv = argv, .env_extra = env, .env_drop = drop, .cwd = self->cwd, .log_path = self->log_path,
+    };
+    self->started_ms = loop_now_ms();
+    self->proc = kernel_proc_spawn(&po, err, errlen);
+    s_free_list(argv);
+    s_free_list(env);
+    if (!self->proc) {
+        unlink(self->conn_path);
+        return -1;
+    }
+    log_info("kernel pid %ld started: %s", (long)kernel_proc_pid(self->proc), self->conn_path);
+    self->conn = kernel_zmq_new(self->loop, self->zctx, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+    if (!self->conn)
+        return -1;
+    s_connect(self);
+    return 0;
+}
+
+kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const kernel_events_t *ev, void *ud,
+                       char *err, size_t errlen)
+{
+    kernel_t *self = xcalloc(1, sizeof *self);
+    self->loop = loop;
+    self->zctx = zctx;
+    self->ev = *ev;
+    self->ud = ud;
+    self->state = KERNEL_STARTING;
+    self->hb_ok = true;
+    self->boot_timeout_ms = o->boot_timeout_ms > 0 ? o->boot_timeout_ms : 60000;
+    self->runtime_dir = xstrdup(o->runtime_dir ? o->runtime_dir : "/tmp");
+    self->started_ms = loop_now_ms();
+    if (o->existing) {
+        self->conn_path = xstrdup(o->existing);
+        if (connfile_read(o->existing, &self->ci, err, errlen) < 0)
+            goto fail;
+        self->interrupt_message = true; /* no process to signal */
+        self->conn = kernel_zmq_new(loop, zctx, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+        if (!self->conn)
+            goto fail;
+        s_connect(self);
+    } else {
+        self->argv_template = s_copy_list(o->argv ? o->argv : o->spec->argv);
+        self->env_extra = s_copy_list(o->env_extra);
+        self->cwd = xstrdup(o->cwd);
+        self->interrupt_message = o->spec && o->spec->interrupt_message;
+        if (s_launch(self, err, errlen) < 0)
+            goto fail;
+        self->trim_timer = loop_timer(loop, 5000, s_trim, self);
+    }
+    self->boot_timer = loop_timer(loop, self->boot_timeout_ms, s_boot_timeout, self);
+    return self;
+fail:
+    kernel_destroy(&self, 0);
+    return NULL;
+}
+
+void kernel_destroy(kernel_t **self_p, int grace_ms)
+{
+    if (!self_p || !*self_p)
+        return;
+    kernel_t *self = *self_p;
+    loop_timer_cancel(self->loop, self->nudge_timer);
+    loop_timer_cancel(self->loop, self->boot_timer);
+    loop_timer_cancel(self->loop, self->event_timer);
+    loop_timer_cancel(self->loop, self->trim_timer);
+    if (self->proc && !kernel_proc_exited(self->proc) && self->conn && grace_ms > 0 &&
+        self->state == KERNEL_READY) {
+        /* Ask politely first: ipykernel then cleans up its own children. */
+        kernel_conn_send(self->conn, KCHAN_CONTROL, "shutdown_request", "{\"restart\":false}", NULL, NULL);
+    }
+    if (self->proc) {
+        kernel_proc_stop(self->proc, grace_ms);
+        kernel_proc_destroy(&self->proc);
+    }
+    kernel_conn_destroy(&self->conn);
+    if (self->owned_file && self->conn_path)
+        unlink(self->conn_path);
+    if (self->log_path && self->argv_template)
+        unlink(self->log_path);
+    connfile_free(&self->ci);
+    json_object_put(self->info);
+    s_free_list(self->argv_template);
+    s_free_list(self->env_extra);
+    free(self->cwd);
+    free(self->conn_path);
+    free(self->log_path);
+    free(self->runtime_dir);
+    free(self->dead_why);
+    free(self);
+    *self_p = NULL;
+}
+
+int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *content, json_object *parent,
+                char id_out[WIRE_ID_LEN + 1])
+{
+    if (!self->conn || self->state == KERNEL_DEAD)
+        return -1;
+    return kernel_conn_send(self->conn, ch, msg_type, content, parent, id_out);
+}
+
+int kernel_interrupt(kernel_t *self)
+{
+    if (self->state == KERNEL_DEAD)
+        return -1;
+    if (self->interrupt_message || !self->proc)
+        return kernel_send(self, KCHAN_CONTROL, "interrupt_request", NULL, NULL, NULL);
+    return kernel_proc_signal(self->proc, SIGINT);
+}

@@ -1,0 +1,75 @@
+/* kernel: one running kernel: its process (when rat-py owns it), its
+ * connection file and its channels, and the readiness handshake.
+ *
+ * A kernel is READY once a kernel_info_reply has arrived *and* iopub has
+ * delivered something, which proves the SUB subscription reached the kernel
+ * (ipykernel < 7.2 sends no iopub_welcome, so kernel_info_request is re-sent
+ * until iopub traffic shows up; jupyter_client does the same). Death is seen
+ * from waitpid (owned) or the heartbeat (attached), never guessed from a busy
+ * kernel's silence. Events are delivered from the loop, never from inside a
+ * kernel_* call, so handlers may destroy the kernel. */
+#ifndef RAT_KERNEL_H
+#define RAT_KERNEL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <json-c/json.h>
+
+#include "kernel_conn.h"
+#include "kernelspec.h"
+#include "loop.h"
+
+typedef struct kernel kernel_t;
+
+typedef enum { KERNEL_STARTING, KERNEL_READY, KERNEL_DEAD } kernel_state_t;
+
+typedef struct {
+    /* The handshake finished; info is the kernel_info_reply content (borrowed). */
+    void (*on_ready)(void *ud, kernel_t *k, json_object *info);
+    /* Any message from the kernel, before or after ready (borrowed). */
+    void (*on_msg)(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *msg);
+    /* The kernel is gone or will never be ready; why is a full sentence. */
+    void (*on_dead)(void *ud, kernel_t *k, const char *why);
+    /* Heartbeat state changed (informational for owned kernels). */
+    void (*on_heartbeat)(void *ud, kernel_t *k, bool ok);
+} kernel_events_t;
+
+typedef struct {
+    const kernelspec_t *spec;  /* launch from this spec ... */
+    char *const *argv;         /* ... or with this argv (overrides spec->argv) */
+    const char *existing;      /* ... or attach to this connection file */
+    const char *cwd;           /* kernel working directory (owned kernels) */
+    char *const *env_extra;    /* extra "KEY=VALUE" for the kernel */
+    const char *runtime_dir;   /* where connection and log files go */
+    int boot_timeout_ms;       /* give up on readiness after this long */
+} kernel_opts_t;
+
+/* Starts (or attaches to) a kernel. Returns NULL with err filled when nothing
+ * could be started; later failures arrive as on_dead. */
+kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *opts, const kernel_events_t *ev, void *ud,
+                       char *err, size_t errlen);
+/* Stops an owned kernel (shutdown_request, then SIGTERM/SIGKILL of its
+ * group within grace_ms), removes its files, and frees. An attached kernel is
+ * only disconnected. */
+void kernel_destroy(kernel_t **self_p, int grace_ms);
+
+kernel_state_t kernel_state(const kernel_t *self);
+int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *content, json_object *parent,
+                char id_out[WIRE_ID_LEN + 1]);
+/* Interrupts the running code: SIGINT to the process group, or
+ * interrupt_request on control when the spec says interrupt_mode=message or
+ * the kernel is attached. Returns 0, or -1 when it cannot be interrupted. */
+int kernel_interrupt(kernel_t *self);
+/* Called when SIGCHLD arrived: checks whether this kernel's process exited. */
+void kernel_check_exit(kernel_t *self);
+bool kernel_owned(const kernel_t *self);
+pid_t kernel_pid(const kernel_t *self);
+int64_t kernel_started_ms(const kernel_t *self);
+const char *kernel_connection_file(const kernel_t *self);
+const char *kernel_log_path(const kernel_t *self);
+void kernel_stats(const kernel_t *self, kconn_stats_t *out);
+bool kernel_heartbeat_ok(const kernel_t *self);
+/* Milliseconds the handshake took (0 until ready). */
+int64_t kernel_boot_ms(const kernel_t *self);
+
+#endif

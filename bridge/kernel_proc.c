@@ -1,0 +1,291 @@
+/* kernel_proc: spawning, signalling and reaping one kernel process. */
+#define LOG_MODULE "proc"
+#include "kernel_proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "mem.h"
+
+extern char **environ;
+
+struct kernel_proc {
+    pid_t pid;
+    bool exited;
+    int status;
+    char *log_path;   /* owned */
+};
+
+static char **s_build_env(const kernel_proc_opts_t *o)
+{
+    size_t n = 0, extra = 0;
+    while (environ[n])
+        n++;
+    while (o->env_extra && o->env_extra[extra])
+        extra++;
+    char **env = xcalloc(n + extra + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(environ[i], '=');
+        size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+        bool skip = false;
+        for (size_t j = 0; o->env_drop && o->env_drop[j] && !skip; j++)
+            skip = strlen(o->env_drop[j]) == nl && strncmp(environ[i], o->env_drop[j], nl) == 0;
+        for (size_t j = 0; j < extra && !skip; j++) {
+            const char *e2 = strchr(o->env_extra[j], '=');
+            size_t nl2 = e2 ? (size_t)(e2 - o->env_extra[j]) : strlen(o->env_extra[j]);
+            skip = nl2 == nl && strncmp(environ[i], o->env_extra[j], nl) == 0;
+        }
+        if (!skip)
+            env[k++] = xstrdup(environ[i]);
+    }
+    for (size_t j = 0; j < extra; j++)
+        env[k++] = xstrdup(o->env_extra[j]);
+    env[k] = NULL;
+    return env;
+}
+
+static void s_free_env(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* Everything after fork() in the child must be async-signal-safe: libzmq's
+ * I/O threads exist in the parent, so the child may only make system calls
+ * before execve. All strings were prepared before the fork. */
+static void s_child(int errpipe, int logfd, const char *path, char *const argv[], char *const envp[],
+                    const char *cwd, pid_t parent)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setsid();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127); /* rat-py died before the death signal was armed */
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        if (devnull > 0)
+            close(devnull);
+    }
+    if (logfd >= 0) {
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+        if (logfd > 2)
+            close(logfd);
+    } else {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 1);
+        dup2(dn, 2);
+    }
+    if (cwd && chdir(cwd) < 0) {
+        int e = errno;
+        ssize_t w = write(errpipe, &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    /* Close every inherited descriptor except the error pipe (close-on-exec). */
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != errpipe)
+            close(fd);
+    syscall(SYS_close_range, 1024u, ~0u, 0);
+    execve(path, argv, envp);
+    int e = errno;
+    ssize_t w = write(errpipe, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
+kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *o, char *err, size_t errlen)
+{
+    char *path = fileio_which(o->argv[0]);
+    if (!path) {
+        snprintf(err, errlen, "kernel program '%s' was not found%s", o->argv[0],
+                 strchr(o->argv[0], '/') ? "" : " on PATH");
+        return NULL;
+    }
+    if (o->cwd && !fileio_is_dir(o->cwd)) {
+        snprintf(err, errlen, "working directory %s does not exist", o->cwd);
+        free(path);
+        return NULL;
+    }
+    int logfd = -1;
+    if (o->log_path) {
+        logfd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (logfd < 0)
+            log_warn("cannot open kernel log %s: %s; kernel output is discarded", o->log_path, strerror(errno));
+    }
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        free(path);
+        if (logfd >= 0)
+            close(logfd);
+        return NULL;
+    }
+    char **envp = s_build_env(o);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0)
+        s_child(pipefd[1], logfd, path, o->argv, envp, o->cwd, parent);
+    int fork_errno = errno;
+    close(pipefd[1]);
+    if (logfd >= 0)
+        close(logfd);
+    s_free_env(envp);
+    kernel_proc_t *self = NULL;
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(fork_errno));
+    } else {
+        /* Blocks only until the child has exec'd (or failed to). */
+        int child_errno = 0;
+        ssize_t n;
+        do {
+            n = read(pipefd[0], &child_errno, sizeof child_errno);
+        } while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof child_errno) {
+            snprintf(err, errlen, "cannot start %s: %s", path, strerror(child_errno));
+            waitpid(pid, NULL, 0);
+        } else {
+            self = xcalloc(1, sizeof *self);
+            self->pid = pid;
+            self->log_path = xstrdup(o->log_path);
+        }
+    }
+    close(pipefd[0]);
+    free(path);
+    return self;
+}
+
+pid_t kernel_proc_pid(const kernel_proc_t *self)
+{
+    return self->pid;
+}
+
+int kernel_proc_signal(kernel_proc_t *self, int sig)
+{
+    if (self->exited)
+        return -1;
+    /* The kernel leads its own group; signal the group so its children
+     * (e.g. subprocesses started by user code) get it too. */
+    if (kill(-self->pid, sig) < 0)
+        return kill(self->pid, sig);
+    return 0;
+}
+
+bool kernel_proc_reap(kernel_proc_t *self, int *status)
+{
+    if (!self->exited) {
+        int st = 0;
+        pid_t r = waitpid(self->pid, &st, WNOHANG);
+        if (r == self->pid || (r < 0 && errno == ECHILD)) {
+            self->exited = true;
+            self->status = r == self->pid ? st : 0;
+        }
+    }
+    if (self->exited && status)
+        *status = self->status;
+    return self->exited;
+}
+
+bool kernel_proc_exited(const kernel_proc_t *self)
+{
+    return self->exited;
+}
+
+static void s_sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+void kernel_proc_stop(kernel_proc_t *self, int grace_ms)
+{
+    if (kernel_proc_reap(self, NULL)) {
+        kill(-self->pid, SIGKILL); /* leftover children of the group */
+        return;
+    }
+    if (grace_ms > 0) {
+        kernel_proc_signal(self, SIGTERM);
+        for (int waited = 0; waited < grace_ms; waited += 5) {
+            if (kernel_proc_reap(self, NULL))
+                break;
+            s_sleep_ms(5);
+        }
+    }
+    kill(-self->pid, SIGKILL);
+    kill(self->pid, SIGKILL);
+    for (int waited = 0; waited < 2000 && !kernel_proc_reap(self, NULL); waited += 2)
+        s_sleep_ms(2);
+}
+
+void kernel_proc_destroy(kernel_proc_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    kernel_proc_t *self = *self_p;
+    kernel_proc_stop(self, 0);
+    free(self->log_path);
+    free(self);
+    *self_p = NULL;
+}
+
+void kernel_proc_describe(int status, char *out, size_t outlen)
+{
+    if (WIFSIGNALED(status))
+        snprintf(out, outlen, "signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status))
+        snprintf(out, outlen, "exit code %d", WEXITSTATUS(status));
+    else
+        snprintf(out, outlen, "status %d", status);
+}
+
+char *kernel_proc_log_tail(const kernel_proc_t *self, size_t max)
+{
+    if (!self->log_path)
+        return NULL;
+    int fd = open(self->log_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *out = NULL;
+    if (fstat(fd, &st) == 0) {
+        off_t start = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+        size_t want = (size_t)(st.st_size - start);
+        out = xmalloc(want + 1);
+        ssize_t n = pread(fd, out, want, start);
+        out[n > 0 ? n : 0] = '\0';
+    }
+    close(fd);
+    return out;
+}
+
+const char *kernel_proc_log_path(const kernel_proc_t *self)
+{
+    return self->log_path;
+}
+
+void kernel_proc_trim_log(kernel_proc_t *self, long max)
+{
+    struct stat st;
+    if (self->log_path && stat(self->log_path, &st) == 0 && st.st_size > max)
+        if (truncate(self->log_path, 0) < 0)
+            log_debug("truncate %s: %s", self->log_path, strerror(errno));
+}

@@ -1,0 +1,50 @@
+/* kernel_proc: one kernel process that rat-py owns.
+ *
+ * The kernel runs in its own session and process group (so signals reach its
+ * children and a terminal's Ctrl-C never reaches it), with JPY_PARENT_PID set,
+ * stdin on /dev/null and stdout/stderr appended to a log file: never rat-py's
+ * stdout, which is the MCP channel. PR_SET_PDEATHSIG makes the kernel die with
+ * rat-py even when rat-py is SIGKILLed. */
+#ifndef RAT_KERNEL_PROC_H
+#define RAT_KERNEL_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct kernel_proc kernel_proc_t;
+
+typedef struct {
+    char *const *argv;      /* argv[0] is resolved through $PATH */
+    char *const *env_extra; /* NULL-terminated "KEY=VALUE" added to our environment */
+    char *const *env_drop;  /* NULL-terminated names removed from it */
+    const char *cwd;        /* working directory, or NULL */
+    const char *log_path;   /* stdout/stderr go here (appended) */
+} kernel_proc_opts_t;
+
+/* Starts the process. Returns NULL with err filled when it cannot be started
+ * (program not found, exec failure: the child reports errno through a
+ * close-on-exec pipe, so "No such file" is reported here, not as a death). */
+kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *opts, char *err, size_t errlen);
+pid_t kernel_proc_pid(const kernel_proc_t *self);
+/* Sends sig to the whole process group. */
+int kernel_proc_signal(kernel_proc_t *self, int sig);
+/* Non-blocking reap. Returns true once the process has exited; *status gets
+ * the wait status. */
+bool kernel_proc_reap(kernel_proc_t *self, int *status);
+bool kernel_proc_exited(const kernel_proc_t *self);
+/* SIGTERM to the group, wait up to grace_ms, then SIGKILL and reap. Blocks at
+ * most grace_ms + ~100 ms. */
+void kernel_proc_stop(kernel_proc_t *self, int grace_ms);
+/* Stops the process if needed (no grace) and frees. */
+void kernel_proc_destroy(kernel_proc_t **self_p);
+/* "signal 9 (Killed)" / "exit code 1" for a wait status, into out. */
+void kernel_proc_describe(int status, char *out, size_t outlen);
+/* Last up to max bytes of the log file (for error messages). Caller owns it. */
+char *kernel_proc_log_tail(const kernel_proc_t *self, size_t max);
+const char *kernel_proc_log_path(const kernel_proc_t *self);
+/* Truncates the log when it grew past max bytes (the kernel appends, so it
+ * keeps writing at the new end). */
+void kernel_proc_trim_log(kernel_proc_t *self, long max);
+
+#endif

@@ -1,0 +1,305 @@
+/* kernel_zmq: kernel_conn over ZeroMQ. */
+#define LOG_MODULE "zmq"
+#include "kernel_zmq.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "buf.h"
+#include "log.h"
+#include "mem.h"
+
+#define MAX_FRAMES 32              /* identities + delimiter + 5 + a few buffers */
+#define DRAIN_BUDGET 256           /* messages read per wake-up per socket */
+
+typedef struct s_zconn s_zconn_t;
+
+typedef struct {
+    s_zconn_t *conn;
+    kchan_t ch;
+    void *sock;
+    int watch;
+} s_chan_t;
+
+struct s_zconn {
+    kernel_conn_t base;            /* must be first */
+    loop_t *loop;                  /* borrowed */
+    s_chan_t chans[KCHAN_COUNT];
+    void *hb;                      /* REQ socket */
+    int hb_watch;
+    uint64_t hb_timer;
+    int hb_interval, hb_tolerance; /* ms; 0 = off */
+    int64_t hb_sent_us;            /* when the unanswered ping went out, 0 if none */
+    bool hb_ok;
+    long hb_rtt_us;
+    char session[WIRE_ID_LEN + 1]; /* our session id, also the DEALER routing id */
+    wire_auth_t auth;
+    wire_replay_t *replay;
+    buf_t scratch;                 /* reused for outgoing header/parent text */
+    kconn_stats_t stats;
+};
+
+const char *kernel_conn_channel_name(kchan_t ch)
+{
+    static const char *names[] = {"shell", "control", "stdin", "iopub"};
+    return ch < KCHAN_COUNT ? names[ch] : "?";
+}
+
+static void s_recv_all(s_zconn_t *self, s_chan_t *c)
+{
+    for (int budget = 0; budget < DRAIN_BUDGET; budget++) {
+        zmq_msg_t frames[MAX_FRAMES];
+        size_t n = 0;
+        bool overflow = false;
+        for (;;) {
+            zmq_msg_t extra;
+            zmq_msg_t *f = n < MAX_FRAMES ? &frames[n] : &extra;
+            zmq_msg_init(f);
+            /* Only the first frame may be absent; the rest of a multipart
+             * message arrives atomically with it. */
+            if (zmq_msg_recv(f, c->sock, (n == 0 && !overflow) ? ZMQ_DONTWAIT : 0) < 0) {
+                zmq_msg_close(f);
+                if (n == 0 && !overflow)
+                    return; /* EAGAIN: drained */
+                overflow = true;
+                break;
+            }
+            int more = zmq_msg_more(f);
+            if (f == &extra) {
+                zmq_msg_close(&extra);
+                overflow = true;
+            } else {
+                n++;
+            }
+            if (!more)
+                break;
+        }
+        if (overflow) {
+            self->stats.dropped++;
+            log_warn("%s: dropped a message with too many frames", kernel_conn_channel_name(c->ch));
+        } else {
+            const void *ptrs[MAX_FRAMES];
+            size_t lens[MAX_FRAMES];
+            for (size_t i = 0; i < n; i++) {
+                ptrs[i] = zmq_msg_data(&frames[i]);
+                lens[i] = zmq_msg_size(&frames[i]);
+            }
+            wire_msg_t m;
+            wire_err_t e = wire_decode(&self->auth, self->replay, ptrs, lens, n, &m);
+            if (e != WIRE_OK) {
+                self->stats.dropped++;
+                if (e == WIRE_ERR_SIGNATURE || e == WIRE_ERR_UNSIGNED)
+                    self->stats.bad_sig++;
+                if (e == WIRE_ERR_REPLAY)
+                    self->stats.replayed++;
+                log_warn("%s: dropped a message: %s", kernel_conn_channel_name(c->ch), wire_strerror(e));
+            } else {
+                self->stats.received++;
+                self->base.on_msg(self->base.ud, c->ch, &m);
+                wire_msg_free(&m);
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            zmq_msg_close(&frames[i]);
+        /* on_msg may have destroyed us (e.g. a restart decided inside it);
+         * owners never do that synchronously, see kernel.c. */
+    }
+}
+
+static void s_on_readable(loop_t *loop, void *ud, int revents)
+{
+    s_chan_t *c = ud;
+    s_recv_all(c->conn, c);
+}
+
+static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const char *content, json_object *parent,
+                  char id_out[WIRE_ID_LEN + 1])
+{
+    s_zconn_t *self = (s_zconn_t *)base;
+    if (ch >= KCHAN_COUNT || ch == KCHAN_IOPUB)
+        return -1;
+    char id[WIRE_ID_LEN + 1];
+    wire_new_id(id);
+    buf_reset(&self->scratch);
+    wire_put_header(&self->scratch, id, self->session, msg_type);
+    size_t hlen = self->scratch.len;
+    const char *ptext = parent ? json_object_to_json_string_ext(parent, JSON_C_TO_STRING_PLAIN) : "{}";
+    buf_puts(&self->scratch, ptext);
+    const char *c = content ? content : "{}";
+    const void *parts[4] = {self->scratch.data, self->scratch.data + hlen, "{}", c};
+    size_t lens[4] = {hlen, self->scratch.len - hlen, 2, strlen(c)};
+    char sig[WIRE_SIG_HEX + 1];
+    wire_sign(&self->auth, parts, lens, sig);
+    void *s = self->chans[ch].sock;
+    int rc = 0;
+    rc |= zmq_send(s, WIRE_DELIM, sizeof WIRE_DELIM - 1, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
+    rc |= zmq_send(s, sig, strlen(sig), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
+    for (int i = 0; i < 4 && !rc; i++)
+        rc |= zmq_send(s, parts[i], lens[i], (i < 3 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0;
+    if (rc) {
+        log_warn("%s: cannot send %s: %s", kernel_conn_channel_name(ch), msg_type, zmq_strerror(errno));
+        return -1;
+    }
+    self->stats.sent++;
+    if (id_out)
+        memcpy(id_out, id, sizeof id);
+    return 0;
+}
+
+static void s_hb_readable(loop_t *loop, void *ud, int revents)
+{
+    s_zconn_t *self = ud;
+    char buf[64];
+    while (zmq_recv(self->hb, buf, sizeof buf, ZMQ_DONTWAIT) >= 0) {
+        if (self->hb_sent_us) {
+            self->hb_rtt_us = (long)(loop_now_us() - self->hb_sent_us);
+            self->hb_sent_us = 0;
+        }
+        if (!self->hb_ok) {
+            self->hb_ok = true;
+            if (self->base.on_event)
+                self->base.on_event(self->base.ud, KCONN_HB_OK);
+        }
+    }
+}
+
+static void s_hb_tick(loop_t *loop, void *ud)
+{
+    s_zconn_t *self = ud;
+    self->hb_timer = 0;
+    if (!self->hb_interval)
+        return;
+    int64_t now = loop_now_us();
+    if (self->hb_sent_us && now - self->hb_sent_us > (int64_t)self->hb_tolerance * 1000) {
+        if (self->hb_ok) {
+            self->hb_ok = false;
+            if (self->base.on_event)
+                self->base.on_event(self->base.ud, KCONN_HB_LOST);
+        }
+        self->hb_sent_us = 0; /* REQ_RELAXED lets us ping again */
+    }
+    if (!self->hb_sent_us) {
+        if (zmq_send(self->hb, "ping", 4, ZMQ_DONTWAIT) == 4)
+            self->hb_sent_us = now;
+    }
+    self->hb_timer = loop_timer(self->loop, self->hb_interval, s_hb_tick, self);
+}
+
+static void s_heartbeat(kernel_conn_t *base, int interval_ms, int tolerance_ms)
+{
+    s_zconn_t *self = (s_zconn_t *)base;
+    loop_timer_cancel(self->loop, self->hb_timer);
+    self->hb_timer = 0;
+    self->hb_interval = interval_ms;
+    self->hb_tolerance = tolerance_ms;
+    if (interval_ms > 0)
+        self->hb_timer = loop_timer(self->loop, 0, s_hb_tick, self);
+}
+
+static void s_stats(const kernel_conn_t *base, kconn_stats_t *out)
+{
+    const s_zconn_t *self = (const s_zconn_t *)base;
+    *out = self->stats;
+    out->hb_ok = self->hb_ok;
+    out->hb_rtt_us = self->hb_rtt_us;
+}
+
+static void s_destroy(kernel_conn_t *base)
+{
+    s_zconn_t *self = (s_zconn_t *)base;
+    loop_timer_cancel(self->loop, self->hb_timer);
+    for (int i = 0; i < KCHAN_COUNT; i++) {
+        loop_unwatch(self->loop, self->chans[i].watch);
+        if (self->chans[i].sock)
+            zmq_close(self->chans[i].sock);
+    }
+    loop_unwatch(self->loop, self->hb_watch);
+    if (self->hb)
+        zmq_close(self->hb);
+    wire_auth_free(&self->auth);
+    wire_replay_destroy(&self->replay);
+    buf_free(&self->scratch);
+    free(self);
+}
+
+static const kernel_conn_ops_t s_ops = {
+    .send = s_send,
+    .heartbeat = s_heartbeat,
+    .stats = s_stats,
+    .destroy = s_destroy,
+};
+
+static void *s_socket(void *zctx, int type, const connfile_t *ci, int which, const char *identity, char *err,
+                      size_t errlen)
+{
+    void *s = zmq_socket(zctx, type);
+    if (!s) {
+        snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
+        return NULL;
+    }
+    int zero = 0, hwm = 10000;
+    int64_t maxmsg = 256LL << 20;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (identity)
+        zmq_setsockopt(s, ZMQ_ROUTING_ID, identity, strlen(identity));
+    if (type == ZMQ_SUB)
+        zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+    if (type == ZMQ_REQ) {
+        int one = 1;
+        zmq_setsockopt(s, ZMQ_REQ_RELAXED, &one, sizeof one);
+        zmq_setsockopt(s, ZMQ_REQ_CORRELATE, &one, sizeof one);
+    }
+    char ep[300];
+    connfile_endpoint(ci, which, ep, sizeof ep);
+    if (zmq_connect(s, ep) < 0) {
+        snprintf(err, errlen, "cannot connect to %s: %s", ep, zmq_strerror(errno));
+        zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
+                              kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen)
+{
+    s_zconn_t *self = xcalloc(1, sizeof *self);
+    self->base.ops = &s_ops;
+    self->base.on_msg = on_msg;
+    self->base.on_event = on_event;
+    self->base.ud = ud;
+    self->loop = loop;
+    self->hb_ok = true;
+    self->hb_rtt_us = -1;
+    wire_new_id(self->session);
+    wire_auth_init(&self->auth, ci->key, strlen(ci->key));
+    self->replay = wire_replay_new();
+    buf_init(&self->scratch, 0);
+    static const int types[KCHAN_COUNT] = {ZMQ_DEALER, ZMQ_DEALER, ZMQ_DEALER, ZMQ_SUB};
+    static const int ports[KCHAN_COUNT] = {CONN_SHELL, CONN_CONTROL, CONN_STDIN, CONN_IOPUB};
+    /* iopub first: its subscription takes a moment to reach the kernel. */
+    static const kchan_t order[KCHAN_COUNT] = {KCHAN_IOPUB, KCHAN_SHELL, KCHAN_CONTROL, KCHAN_STDIN};
+    for (int k = 0; k < KCHAN_COUNT; k++) {
+        kchan_t i = order[k];
+        s_chan_t *c = &self->chans[i];
+        c->conn = self;
+        c->ch = i;
+        c->sock = s_socket(zctx, types[i], ci, ports[i], types[i] == ZMQ_DEALER ? self->session : NULL, err, errlen);
+        if (!c->sock) {
+            s_destroy(&self->base);
+            return NULL;
+        }
+        c->watch = loop_watch_zsock(loop, c->sock, ZMQ_POLLIN, s_on_readable, c);
+    }
+    self->hb = s_socket(zctx, ZMQ_REQ, ci, CONN_HB, NULL, err, errlen);
+    if (!self->hb) {
+        s_destroy(&self->base);
+        return NULL;
+    }
+    self->hb_watch = loop_watch_zsock(loop, self->hb, ZMQ_POLLIN, s_hb_readable, self);
+    return &self->base;
+}

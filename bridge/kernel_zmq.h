@@ -1,0 +1,23 @@
+/* kernel_zmq: kernel_conn over ZeroMQ, the standard Jupyter transport.
+ *
+ * shell, control and stdin are DEALER sockets sharing one routing id (the
+ * kernel routes input_request with the shell identity), iopub is a SUB on
+ * everything, hb a REQ with RELAXED+CORRELATE so a lost ping never wedges it.
+ * Every incoming message is verified (wire_decode) before its JSON is
+ * parsed; rejected ones are counted and dropped. All sockets live on the loop
+ * thread. */
+#ifndef RAT_KERNEL_ZMQ_H
+#define RAT_KERNEL_ZMQ_H
+
+#include <stddef.h>
+
+#include "connfile.h"
+#include "kernel_conn.h"
+#include "loop.h"
+
+/* zctx is a zmq context shared by the process (borrowed). Returns NULL with
+ * err filled if the sockets cannot be created or connected. */
+kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
+                              kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen);
+
+#endif

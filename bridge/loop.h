@@ -1,0 +1,48 @@
+/* loop: the single-threaded reactor that drives rat-py.
+ *
+ * Every ZMQ socket, the stdio pipes, the HTTP daemon's descriptor, the signal
+ * descriptor and all timers are served from one thread by zmq_poll. ZMQ
+ * sockets must stay on the thread that polls them, and one thread means no
+ * locks and no cross-thread queues anywhere in rat-py.
+ *
+ * Callbacks may add and remove watches and timers freely, including their own. */
+#ifndef RAT_LOOP_H
+#define RAT_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct loop loop_t;
+
+/* revents holds ZMQ_POLLIN / ZMQ_POLLOUT / ZMQ_POLLERR bits. */
+typedef void (loop_io_fn)(loop_t *loop, void *ud, int revents);
+typedef void (loop_timer_fn)(loop_t *loop, void *ud);
+
+loop_t *loop_new(void);
+void loop_destroy(loop_t **self_p);
+
+/* Watches a file descriptor (zsock == NULL) or a ZMQ socket. events is a mask
+ * of ZMQ_POLLIN/ZMQ_POLLOUT. Returns a watch id (> 0). */
+int loop_watch_fd(loop_t *self, int fd, int events, loop_io_fn *fn, void *ud);
+int loop_watch_zsock(loop_t *self, void *zsock, int events, loop_io_fn *fn, void *ud);
+/* Changes the events of a watch; 0 pauses it. */
+void loop_watch_set(loop_t *self, int id, int events);
+/* Removes a watch. Safe to call with an id already removed or 0. */
+void loop_unwatch(loop_t *self, int id);
+
+/* Calls fn once after ms milliseconds (0: at the end of this iteration).
+ * Returns a timer id (> 0). */
+uint64_t loop_timer(loop_t *self, int64_t ms, loop_timer_fn *fn, void *ud);
+/* Cancels a timer. Safe with a fired, cancelled or 0 id. */
+void loop_timer_cancel(loop_t *self, uint64_t id);
+
+/* Runs until loop_stop. Returns 0, or -1 when zmq_poll fails unexpectedly. */
+int loop_run(loop_t *self);
+void loop_stop(loop_t *self);
+bool loop_stopping(const loop_t *self);
+
+/* Monotonic clock in milliseconds and microseconds. */
+int64_t loop_now_ms(void);
+int64_t loop_now_us(void);
+
+#endif

@@ -1,0 +1,755 @@
+/* mcp: MCP lifecycle, tool registry and request dispatch for one server and
+ * its sessions. See mcp.h for the contract. */
+#define LOG_MODULE "mcp"
+#include "mcp.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "log.h"
+#include "mem.h"
+#include "schema.h"
+
+typedef struct {
+    mcp_tool_t tool;      /* strings owned */
+    json_object *schema;  /* owned, parsed input_schema */
+} s_tool_t;
+
+typedef struct {
+    char *method;         /* owned */
+    mcp_method_fn *fn;
+    void *ud;
+} s_method_t;
+
+struct mcp_server {
+    char *name, *version, *instructions;  /* owned */
+    s_tool_t *tools;                      /* owned array */
+    size_t ntools;
+    s_method_t *methods;                  /* owned array */
+    size_t nmethods;
+    json_object *extra_caps;              /* owned */
+    json_object *tools_list;              /* owned cache of the tools/list result */
+    mcp_session_fn *on_init;
+    void *on_init_ud;
+};
+
+struct mcp_call {
+    mcp_session_t *session;       /* borrowed: the session owns its calls */
+    json_object *id;              /* owned reference */
+    char *method;                 /* owned */
+    char *tool;                   /* owned, tools/call only */
+    void *origin;                 /* transport's stream for this request */
+    bool origin_gone;             /* messages are dropped once the origin is gone */
+    bool cancelled;               /* cancelled while no cancel fn: drop the response */
+    json_object *progress_token;  /* owned reference or NULL */
+    double last_progress;
+    mcp_cancel_fn *cancel_fn;
+    void *cancel_ud;
+    mcp_call_t *next;
+};
+
+typedef struct s_pending {
+    long handle;
+    int64_t id;                   /* JSON-RPC id we sent */
+    mcp_call_t *call;             /* borrowed, may be NULL */
+    mcp_response_fn *fn;
+    void *ud;
+    struct s_pending *next;
+} s_pending_t;
+
+struct mcp_session {
+    mcp_server_t *server;         /* borrowed */
+    mcp_send_fn *send;
+    void *transport;
+    bool initialized;             /* initialize answered */
+    char protocol[32];
+    json_object *client_caps;     /* owned */
+    mcp_log_level_t log_level;
+    mcp_call_t *calls;            /* owned list of in-flight calls */
+    size_t ncalls;
+    s_pending_t *pending;         /* owned list of server->client requests */
+    int64_t next_request_id;
+    long next_handle;
+    void *user;
+};
+
+static const char *s_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+static const char *s_levels[] = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+
+bool mcp_protocol_supported(const char *version)
+{
+    for (size_t i = 0; version && i < sizeof s_versions / sizeof s_versions[0]; i++)
+        if (strcmp(version, s_versions[i]) == 0)
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------ server */
+
+mcp_server_t *mcp_server_new(const char *name, const char *version, const char *instructions)
+{
+    mcp_server_t *self = xcalloc(1, sizeof *self);
+    self->name = xstrdup(name);
+    self->version = xstrdup(version);
+    self->instructions = xstrdup(instructions);
+    self->extra_caps = json_object_new_object();
+    return self;
+}
+
+void mcp_server_destroy(mcp_server_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    mcp_server_t *self = *self_p;
+    for (size_t i = 0; i < self->ntools; i++) {
+        free((char *)self->tools[i].tool.name);
+        free((char *)self->tools[i].tool.title);
+        free((char *)self->tools[i].tool.description);
+        free((char *)self->tools[i].tool.input_schema);
+        json_object_put(self->tools[i].schema);
+    }
+    free(self->tools);
+    for (size_t i = 0; i < self->nmethods; i++)
+        free(self->methods[i].method);
+    free(self->methods);
+    json_object_put(self->extra_caps);
+    json_object_put(self->tools_list);
+    free(self->name);
+    free(self->version);
+    free(self->instructions);
+    free(self);
+    *self_p = NULL;
+}
+
+void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
+{
+    json_object *schema = json_tokener_parse(tool->input_schema);
+    if (!schema || !json_object_is_type(schema, json_type_object)) {
+        log_error("tool %s: input schema is not a JSON object", tool->name);
+        abort();
+    }
+    self->tools = xrealloc(self->tools, (self->ntools + 1) * sizeof *self->tools);
+    s_tool_t *t = &self->tools[self->ntools++];
+    t->tool = *tool;
+    t->tool.name = xstrdup(tool->name);
+    t->tool.title = xstrdup(tool->title);
+    t->tool.description = xstrdup(tool->description);
+    t->tool.input_schema = xstrdup(tool->input_schema);
+    t->schema = schema;
+    json_object_put(self->tools_list);
+    self->tools_list = NULL;
+}
+
+void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud)
+{
+    self->methods = xrealloc(self->methods, (self->nmethods + 1) * sizeof *self->methods);
+    s_method_t *m = &self->methods[self->nmethods++];
+    m->method = xstrdup(method);
+    m->fn = fn;
+    m->ud = ud;
+}
+
+void mcp_server_add_capabilities(mcp_server_t *self, json_object *caps)
+{
+    json_object_object_foreach(caps, key, val) {
+        json_object_object_add(self->extra_caps, key, json_object_get(val));
+    }
+    json_object_put(caps);
+}
+
+void mcp_server_on_initialized(mcp_server_t *self, mcp_session_fn *fn, void *ud)
+{
+    self->on_init = fn;
+    self->on_init_ud = ud;
+}
+
+static s_method_t *s_find_method(mcp_server_t *self, const char *method)
+{
+    for (size_t i = 0; i < self->nmethods; i++)
+        if (strcmp(self->methods[i].method, method) == 0)
+            return &self->methods[i];
+    return NULL;
+}
+
+static s_tool_t *s_find_tool(mcp_server_t *self, const char *name)
+{
+    for (size_t i = 0; i < self->ntools; i++)
+        if (strcmp(self->tools[i].tool.name, name) == 0)
+            return &self->tools[i];
+    return NULL;
+}
+
+static json_object *s_tools_list(mcp_server_t *self)
+{
+    if (self->tools_list)
+        return json_object_get(self->tools_list);
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < self->ntools; i++) {
+        const mcp_tool_t *t = &self->tools[i].tool;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(t->name));
+        if (t->title)
+            json_object_object_add(o, "title", json_object_new_string(t->title));
+        json_object_object_add(o, "description", json_object_new_string(t->description ? t->description : ""));
+        json_object_object_add(o, "inputSchema", json_object_get(self->tools[i].schema));
+        json_object *ann = json_object_new_object();
+        if (t->title)
+            json_object_object_add(ann, "title", json_object_new_string(t->title));
+        json_object_object_add(ann, "readOnlyHint", json_object_new_boolean(t->read_only));
+        json_object_object_add(ann, "destructiveHint", json_object_new_boolean(t->destructive));
+        json_object_object_add(ann, "idempotentHint", json_object_new_boolean(t->idempotent));
+        json_object_object_add(ann, "openWorldHint", json_object_new_boolean(false));
+        json_object_object_add(o, "annotations", ann);
+        json_object_array_add(arr, o);
+    }
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "tools", arr);
+    self->tools_list = res;
+    return json_object_get(res);
+}
+
+static json_object *s_capabilities(mcp_server_t *self)
+{
+    json_object *caps = json_object_new_object();
+    if (self->ntools) {
+        json_object *t = json_object_new_object();
+        json_object_object_add(t, "listChanged", json_object_new_boolean(false));
+        json_object_object_add(caps, "tools", t);
+    }
+    json_object_object_add(caps, "logging", json_object_new_object());
+    if (s_find_method(self, "resources/list"))
+        json_object_object_add(caps, "resources", json_object_new_object());
+    if (s_find_method(self, "prompts/list"))
+        json_object_object_add(caps, "prompts", json_object_new_object());
+    if (s_find_method(self, "completion/complete"))
+        json_object_object_add(caps, "completions", json_object_new_object());
+    json_object_object_foreach(self->extra_caps, key, val) {
+        json_object_object_add(caps, key, json_object_get(val));
+    }
+    return caps;
+}
+
+/* ----------------------------------------------------------------- session */
+
+mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *transport)
+{
+    mcp_session_t *self = xcalloc(1, sizeof *self);
+    self->server = server;
+    self->send = send;
+    self->transport = transport;
+    self->log_level = MCP_LOG_INFO;
+    self->next_request_id = 1;
+    self->next_handle = 1;
+    return self;
+}
+
+static void s_call_free(mcp_call_t *call)
+{
+    mcp_session_t *s = call->session;
+    /* Unlink. */
+    for (mcp_call_t **pp = &s->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == call) {
+            *pp = call->next;
+            s->ncalls--;
+            break;
+        }
+    }
+    /* Server->client requests tied to this call die with it. */
+    for (s_pending_t **pp = &s->pending; *pp;) {
+        s_pending_t *p = *pp;
+        if (p->call == call) {
+            *pp = p->next;
+            mcp_response_fn *fn = p->fn;
+            void *ud = p->ud;
+            free(p);
+            if (fn)
+                fn(ud, NULL, NULL);
+        } else {
+            pp = &p->next;
+        }
+    }
+    json_object_put(call->id);
+    json_object_put(call->progress_token);
+    free(call->method);
+    free(call->tool);
+    free(call);
+}
+
+void mcp_session_destroy(mcp_session_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    mcp_session_t *self = *self_p;
+    while (self->calls) {
+        mcp_call_t *call = self->calls;
+        mcp_cancel_fn *fn = call->cancel_fn;
+        call->cancel_fn = NULL;
+        call->origin_gone = true;
+        if (fn) {
+            fn(call, MCP_CANCEL_GONE, call->cancel_ud);
+            s_call_free(call);
+        } else {
+            /* The handler still holds the call and will finish it; it must not
+             * outlive the session, so treat it as gone and free it now. Tools
+             * always register a cancel fn for calls they keep. */
+            s_call_free(call);
+        }
+    }
+    while (self->pending) {
+        s_pending_t *p = self->pending;
+        self->pending = p->next;
+        if (p->fn)
+            p->fn(p->ud, NULL, NULL);
+        free(p);
+    }
+    json_object_put(self->client_caps);
+    free(self);
+    *self_p = NULL;
+}
+
+bool mcp_session_initialized(const mcp_session_t *self)
+{
+    return self->initialized;
+}
+
+const char *mcp_session_protocol(const mcp_session_t *self)
+{
+    return self->protocol;
+}
+
+bool mcp_session_client_has(const mcp_session_t *self, const char *capability)
+{
+    return self->client_caps && json_object_object_get_ex(self->client_caps, capability, NULL);
+}
+
+size_t mcp_session_calls(const mcp_session_t *self)
+{
+    return self->ncalls;
+}
+
+void *mcp_session_transport(const mcp_session_t *self)
+{
+    return self->transport;
+}
+
+void mcp_session_set_user(mcp_session_t *self, void *user)
+{
+    self->user = user;
+}
+
+void *mcp_session_user(const mcp_session_t *self)
+{
+    return self->user;
+}
+
+static void s_send(mcp_session_t *self, void *origin, char *json, bool final)
+{
+    self->send(self->transport, origin, json, strlen(json), final);
+    free(json);
+}
+
+void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params)
+{
+    s_send(self, NULL, jsonrpc_notification(method, params), false);
+}
+
+static json_object *s_log_params(mcp_log_level_t level, const char *logger, const char *text, size_t len)
+{
+    json_object *p = json_object_new_object();
+    json_object_object_add(p, "level", json_object_new_string(s_levels[level]));
+    if (logger)
+        json_object_object_add(p, "logger", json_object_new_string(logger));
+    json_object_object_add(p, "data", json_object_new_string_len(text, (int)len));
+    return p;
+}
+
+void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text)
+{
+    if (level < self->log_level)
+        return;
+    mcp_session_notify(self, "notifications/message", s_log_params(level, logger, text, strlen(text)));
+}
+
+void mcp_session_forget_origin(mcp_session_t *self, void *origin)
+{
+    for (mcp_call_t *c = self->calls; c; c = c->next)
+        if (c->origin == origin)
+            c->origin_gone = true;
+}
+
+/* ------------------------------------------------------------------- calls */
+
+mcp_session_t *mcp_call_session(const mcp_call_t *call)
+{
+    return call->session;
+}
+
+const char *mcp_call_method(const mcp_call_t *call)
+{
+    return call->method;
+}
+
+const char *mcp_call_tool(const mcp_call_t *call)
+{
+    return call->tool;
+}
+
+void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud)
+{
+    call->cancel_fn = fn;
+    call->cancel_ud = ud;
+}
+
+static void s_finish(mcp_call_t *call, char *json)
+{
+    mcp_session_t *s = call->session;
+    if (!call->origin_gone && !call->cancelled)
+        s->send(s->transport, call->origin, json, strlen(json), true);
+    free(json);
+    s_call_free(call);
+}
+
+void mcp_call_reply(mcp_call_t *call, json_object *result)
+{
+    s_finish(call, jsonrpc_result(call->id, result));
+}
+
+void mcp_call_error(mcp_call_t *call, int code, const char *message)
+{
+    s_finish(call, jsonrpc_error(call->id, code, message, NULL));
+}
+
+void mcp_call_text(mcp_call_t *call, const char *text, bool is_error)
+{
+    json_object *item = json_object_new_object();
+    json_object_object_add(item, "type", json_object_new_string("text"));
+    json_object_object_add(item, "text", json_object_new_string(text));
+    json_object *content = json_object_new_array();
+    json_object_array_add(content, item);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "content", content);
+    json_object_object_add(res, "isError", json_object_new_boolean(is_error));
+    mcp_call_reply(call, res);
+}
+
+static void s_call_send(mcp_call_t *call, char *json)
+{
+    if (!call->origin_gone && !call->cancelled)
+        call->session->send(call->session->transport, call->origin, json, strlen(json), false);
+    free(json);
+}
+
+void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, const char *text, size_t len)
+{
+    if (level < call->session->log_level || call->origin_gone)
+        return;
+    s_call_send(call, jsonrpc_notification("notifications/message", s_log_params(level, logger, text, len)));
+}
+
+bool mcp_call_wants_progress(const mcp_call_t *call)
+{
+    return call->progress_token != NULL;
+}
+
+void mcp_call_progress(mcp_call_t *call, double progress, double total, const char *message)
+{
+    if (!call->progress_token || call->origin_gone)
+        return;
+    if (progress <= call->last_progress)
+        progress = call->last_progress + 1;
+    call->last_progress = progress;
+    json_object *p = json_object_new_object();
+    json_object_object_add(p, "progressToken", json_object_get(call->progress_token));
+    json_object_object_add(p, "progress", json_object_new_double(progress));
+    if (total >= 0)
+        json_object_object_add(p, "total", json_object_new_double(total));
+    if (message)
+        json_object_object_add(p, "message", json_object_new_string(message));
+    s_call_send(call, jsonrpc_notification("notifications/progress", p));
+}
+
+long mcp_call_request(mcp_call_t *call, const char *method, json_object *params, mcp_response_fn *fn, void *ud)
+{
+    mcp_session_t *s = call->session;
+    s_pending_t *p = xcalloc(1, sizeof *p);
+    p->handle = s->next_handle++;
+    p->id = s->next_request_id++;
+    p->call = call;
+    p->fn = fn;
+    p->ud = ud;
+    p->next = s->pending;
+    s->pending = p;
+    json_object *id = json_object_new_int64(p->id);
+    s_call_send(call, jsonrpc_request(id, method, params));
+    json_object_put(id);
+    return p->handle;
+}
+
+void mcp_call_abandon_request(mcp_call_t *call, long handle)
+{
+    mcp_session_t *s = call->session;
+    for (s_pending_t **pp = &s->pending; *pp; pp = &(*pp)->next) {
+        if ((*pp)->handle == handle) {
+            s_pending_t *p = *pp;
+            *pp = p->next;
+            free(p);
+            return;
+        }
+    }
+}
+
+/* -------------------------------------------------------------- dispatch */
+
+static void s_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result)
+{
+    s_send(self, origin, jsonrpc_result(id, result), true);
+}
+
+static void s_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg)
+{
+    s_send(self, origin, jsonrpc_error(id, code, msg, NULL), true);
+}
+
+static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+{
+    json_object *pv = NULL, *caps = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "protocolVersion", &pv) ||
+        !json_object_is_type(pv, json_type_string)) {
+        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "initialize: params.protocolVersion (string) is required");
+        return;
+    }
+    if (self->initialized) {
+        s_error(self, m->id, origin, JSONRPC_INVALID_REQUEST, "initialize: this session is already initialized");
+        return;
+    }
+    const char *want = json_object_get_string(pv);
+    snprintf(self->protocol, sizeof self->protocol, "%s", mcp_protocol_supported(want) ? want : MCP_PROTOCOL_LATEST);
+    if (json_object_object_get_ex(m->params, "capabilities", &caps) && json_object_is_type(caps, json_type_object))
+        self->client_caps = json_object_get(caps);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "protocolVersion", json_object_new_string(self->protocol));
+    json_object_object_add(res, "capabilities", s_capabilities(self->server));
+    json_object *info = json_object_new_object();
+    json_object_object_add(info, "name", json_object_new_string(self->server->name));
+    json_object_object_add(info, "version", json_object_new_string(self->server->version));
+    json_object_object_add(res, "serverInfo", info);
+    if (self->server->instructions)
+        json_object_object_add(res, "instructions", json_object_new_string(self->server->instructions));
+    self->initialized = true;
+    s_reply(self, m->id, origin, res);
+    if (self->server->on_init)
+        self->server->on_init(self, self->server->on_init_ud);
+}
+
+static mcp_call_t *s_call_new(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+{
+    mcp_call_t *call = xcalloc(1, sizeof *call);
+    call->session = self;
+    call->id = json_object_get(m->id);
+    call->method = xstrdup(m->method);
+    call->origin = origin;
+    json_object *meta = NULL, *tok = NULL;
+    if (m->params && json_object_is_type(m->params, json_type_object) &&
+        json_object_object_get_ex(m->params, "_meta", &meta) && json_object_is_type(meta, json_type_object) &&
+        json_object_object_get_ex(meta, "progressToken", &tok) &&
+        (json_object_is_type(tok, json_type_string) || json_object_is_type(tok, json_type_int)))
+        call->progress_token = json_object_get(tok);
+    call->next = self->calls;
+    self->calls = call;
+    self->ncalls++;
+    return call;
+}
+
+static mcp_call_t *s_find_call(mcp_session_t *self, json_object *id)
+{
+    for (mcp_call_t *c = self->calls; c; c = c->next)
+        if (json_object_equal(c->id, id))
+            return c;
+    return NULL;
+}
+
+static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+{
+    json_object *name = NULL, *args = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "name", &name) || !json_object_is_type(name, json_type_string)) {
+        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.name (string) is required");
+        return;
+    }
+    s_tool_t *tool = s_find_tool(self->server, json_object_get_string(name));
+    if (!tool) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "Unknown tool: %.100s", json_object_get_string(name));
+        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, msg);
+        return;
+    }
+    json_object_object_get_ex(m->params, "arguments", &args);
+    if (args && json_object_is_type(args, json_type_null))
+        args = NULL;
+    if (args && !json_object_is_type(args, json_type_object)) {
+        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.arguments must be an object");
+        return;
+    }
+    mcp_call_t *call = s_call_new(self, m, origin);
+    call->tool = xstrdup(tool->tool.name);
+    json_object *clean = NULL;
+    char err[512];
+    if (schema_apply(tool->schema, args, !tool->tool.lenient_required, &clean, err, sizeof err) < 0) {
+        /* Input validation failures are tool errors the model can correct
+         * (MCP 2025-11-25, SEP-1303), not protocol errors. */
+        char *text = xasprintf("%s: %s", tool->tool.name, err);
+        mcp_call_text(call, text, true);
+        free(text);
+        return;
+    }
+    tool->tool.fn(call, clean, tool->tool.ud);
+    json_object_put(clean);
+}
+
+static void s_handle_cancelled(mcp_session_t *self, json_object *params)
+{
+    json_object *rid = NULL;
+    if (!params || !json_object_object_get_ex(params, "requestId", &rid))
+        return;
+    mcp_call_t *call = s_find_call(self, rid);
+    if (!call)
+        return; /* already answered or unknown: the spec says ignore */
+    if (call->cancel_fn) {
+        mcp_cancel_fn *fn = call->cancel_fn;
+        call->cancel_fn = NULL;
+        fn(call, MCP_CANCEL_CLIENT, call->cancel_ud);
+        s_call_free(call);
+    } else {
+        call->cancelled = true; /* the handler finishes it; nothing is sent */
+    }
+}
+
+static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
+{
+    if (!json_object_is_type(m->id, json_type_int))
+        return;
+    int64_t id = json_object_get_int64(m->id);
+    for (s_pending_t **pp = &self->pending; *pp; pp = &(*pp)->next) {
+        if ((*pp)->id == id) {
+            s_pending_t *p = *pp;
+            *pp = p->next;
+            mcp_response_fn *fn = p->fn;
+            void *ud = p->ud;
+            free(p);
+            if (fn)
+                fn(ud, m->result, m->error);
+            return;
+        }
+    }
+    log_debug("response to unknown request id %lld ignored", (long long)id);
+}
+
+static bool s_known_method(mcp_session_t *self, const char *method)
+{
+    static const char *builtin[] = {"tools/list", "tools/call", "logging/setLevel", "resources/list",
+                                    "resources/templates/list", "prompts/list"};
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (strcmp(method, builtin[i]) == 0)
+            return true;
+    return s_find_method(self->server, method) != NULL;
+}
+
+static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+{
+    const char *method = m->method;
+    if (strcmp(method, "initialize") == 0) {
+        s_handle_initialize(self, m, origin);
+        return;
+    }
+    if (strcmp(method, "ping") == 0) {
+        s_reply(self, m->id, origin, json_object_new_object());
+        return;
+    }
+    if (!s_known_method(self, method)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Method not found: %.120s", method);
+        s_error(self, m->id, origin, JSONRPC_METHOD_NOT_FOUND, msg);
+        return;
+    }
+    if (!self->initialized) {
+        s_error(self, m->id, origin, JSONRPC_INVALID_REQUEST, "Server not initialized: send initialize first");
+        return;
+    }
+    if (s_find_call(self, m->id)) {
+        s_error(self, m->id, origin, JSONRPC_INVALID_REQUEST, "Invalid Request: this id is already in use by a request in progress");
+        return;
+    }
+    if (m->params && !json_object_is_type(m->params, json_type_object)) {
+        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "params must be an object");
+        return;
+    }
+    if (strcmp(method, "tools/call") == 0) {
+        s_handle_tools_call(self, m, origin);
+        return;
+    }
+    s_method_t *custom = s_find_method(self->server, method);
+    if (custom) {
+        mcp_call_t *call = s_call_new(self, m, origin);
+        custom->fn(call, m->params, custom->ud);
+        return;
+    }
+    if (strcmp(method, "tools/list") == 0) {
+        json_object *cursor = NULL;
+        if (m->params && json_object_object_get_ex(m->params, "cursor", &cursor) && cursor &&
+            !json_object_is_type(cursor, json_type_null)) {
+            s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/list: invalid cursor");
+            return;
+        }
+        s_reply(self, m->id, origin, s_tools_list(self->server));
+    } else if (strcmp(method, "logging/setLevel") == 0) {
+        json_object *lv = NULL;
+        const char *name = NULL;
+        if (m->params && json_object_object_get_ex(m->params, "level", &lv) && json_object_is_type(lv, json_type_string))
+            name = json_object_get_string(lv);
+        for (size_t i = 0; name && i < sizeof s_levels / sizeof s_levels[0]; i++) {
+            if (strcmp(name, s_levels[i]) == 0) {
+                self->log_level = (mcp_log_level_t)i;
+                s_reply(self, m->id, origin, json_object_new_object());
+                return;
+            }
+        }
+        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS,
+                "logging/setLevel: level must be one of debug, info, notice, warning, error, critical, alert, emergency");
+    } else {
+        /* resources/list, resources/templates/list, prompts/list with nothing
+         * registered: empty lists (mcp2cli's shell asks for them). */
+        const char *key = strcmp(method, "resources/list") == 0        ? "resources"
+                          : strcmp(method, "prompts/list") == 0        ? "prompts"
+                                                                       : "resourceTemplates";
+        json_object *res = json_object_new_object();
+        json_object_object_add(res, key, json_object_new_array());
+        s_reply(self, m->id, origin, res);
+    }
+}
+
+void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void *origin)
+{
+    jsonrpc_msg_t m;
+    jsonrpc_parse(data, len, &m);
+    switch (m.kind) {
+    case JSONRPC_INVALID:
+        s_error(self, m.id, origin, m.err_code, m.err_msg);
+        break;
+    case JSONRPC_REQUEST:
+        s_handle_request(self, &m, origin);
+        break;
+    case JSONRPC_NOTIFICATION:
+        if (strcmp(m.method, "notifications/cancelled") == 0)
+            s_handle_cancelled(self, m.params);
+        /* notifications/initialized and anything else: nothing to answer. */
+        break;
+    case JSONRPC_RESPONSE:
+        s_handle_response(self, &m);
+        break;
+    }
+    jsonrpc_msg_free(&m);
+}

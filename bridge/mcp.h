@@ -1,0 +1,139 @@
+/* mcp: the Model Context Protocol server, independent of transport and of
+ * what the tools do.
+ *
+ * An mcp_server_t holds what is served (server info, instructions, tools,
+ * extra method handlers). An mcp_session_t is one client connection: it
+ * consumes JSON-RPC messages, answers the lifecycle and list methods, and
+ * turns requests into mcp_call_t objects that handlers finish now or later.
+ * Messages leave through the transport's send function together with the
+ * "origin" the transport passed in with the request, so a transport can route
+ * a response and the notifications of that request to the right stream.
+ *
+ * Knows nothing about Jupyter, stdio or HTTP. */
+#ifndef RAT_MCP_H
+#define RAT_MCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <json-c/json.h>
+
+#define MCP_PROTOCOL_LATEST "2025-11-25"
+#define MCP_ERR_RESOURCE_NOT_FOUND -32002
+
+typedef struct mcp_server mcp_server_t;
+typedef struct mcp_session mcp_session_t;
+typedef struct mcp_call mcp_call_t;
+
+typedef enum {
+    MCP_LOG_DEBUG, MCP_LOG_INFO, MCP_LOG_NOTICE, MCP_LOG_WARNING,
+    MCP_LOG_ERROR, MCP_LOG_CRITICAL, MCP_LOG_ALERT, MCP_LOG_EMERGENCY,
+} mcp_log_level_t;
+
+typedef enum {
+    MCP_CANCEL_CLIENT,  /* notifications/cancelled: stop the work, no response */
+    MCP_CANCEL_GONE,    /* the session ended; nobody will read a response */
+} mcp_cancel_reason_t;
+
+/* Transport hook: deliver one serialized message (no newline) to the client.
+ * origin is what the transport passed to mcp_session_handle for the request
+ * this message belongs to (NULL for messages tied to no request). final is
+ * true for the response that ends that request. */
+typedef void (mcp_send_fn)(void *transport, void *origin, const char *json, size_t len, bool final);
+
+/* Tool handler: args is the validated argument object with defaults filled in,
+ * borrowed for the duration of the call only. The handler must eventually
+ * finish the call (mcp_call_text / mcp_call_reply / mcp_call_error) unless
+ * its cancel function runs first. */
+typedef void (mcp_tool_fn)(mcp_call_t *call, json_object *args, void *ud);
+/* Generic method handler (resources/read, prompts/get, ...); params may be NULL. */
+typedef void (mcp_method_fn)(mcp_call_t *call, json_object *params, void *ud);
+/* Called once when a call ends without a response; the call is freed right
+ * after it returns, so drop every pointer to it. */
+typedef void (mcp_cancel_fn)(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud);
+/* Answer to a server->client request. On a transport or protocol failure
+ * result is NULL and error holds the JSON-RPC error (or NULL when the request
+ * was abandoned because its call or session ended). Both are borrowed. */
+typedef void (mcp_response_fn)(void *ud, json_object *result, json_object *error);
+/* Notified when a session finishes initialize (after the response is sent). */
+typedef void (mcp_session_fn)(mcp_session_t *session, void *ud);
+
+typedef struct {
+    const char *name;          /* tool name */
+    const char *title;         /* optional display name */
+    const char *description;   /* one or two sentences for a model */
+    const char *input_schema;  /* JSON text of an object schema */
+    bool read_only, destructive, idempotent; /* annotations */
+    bool lenient_required;     /* "required" is advertised but the handler checks it */
+    mcp_tool_fn *fn;
+    void *ud;
+} mcp_tool_t;
+
+/* ---- server ---- */
+
+/* name/version go to serverInfo; instructions may be NULL. Strings are copied. */
+mcp_server_t *mcp_server_new(const char *name, const char *version, const char *instructions);
+void mcp_server_destroy(mcp_server_t **self_p);
+/* Registers a tool (copied). Aborts on an invalid schema: that is a bug. */
+void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool);
+/* Handles an extra method (e.g. "resources/read"). Registering resources/list,
+ * prompts/list or completion/complete declares the matching capability. */
+void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud);
+/* Merges extra capability fields, e.g. {"resources":{"subscribe":true}}. Consumed. */
+void mcp_server_add_capabilities(mcp_server_t *self, json_object *caps);
+/* Called after each session's initialize response. */
+void mcp_server_on_initialized(mcp_server_t *self, mcp_session_fn *fn, void *ud);
+/* Whether `version` is one of the protocol versions we speak. */
+bool mcp_protocol_supported(const char *version);
+
+/* ---- session ---- */
+
+mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *transport);
+/* Ends the session: in-flight calls get MCP_CANCEL_GONE, pending
+ * server->client requests are abandoned. */
+void mcp_session_destroy(mcp_session_t **self_p);
+/* Handles one incoming message (one line of stdio, one HTTP body). */
+void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void *origin);
+/* The transport says an origin (an HTTP stream) went away. Calls from it keep
+ * running but their messages are dropped from now on. */
+void mcp_session_forget_origin(mcp_session_t *self, void *origin);
+bool mcp_session_initialized(const mcp_session_t *self);
+/* The negotiated protocol version ("" before initialize). */
+const char *mcp_session_protocol(const mcp_session_t *self);
+/* Whether the client declared a capability (e.g. "elicitation"). */
+bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
+/* Sends a notification not tied to any request. params consumed. */
+void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params);
+/* Sends notifications/message if level passes the client's logging level. */
+void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text);
+/* Number of calls in flight. */
+size_t mcp_session_calls(const mcp_session_t *self);
+void *mcp_session_transport(const mcp_session_t *self);
+/* Opaque per-session slot for the application (not freed by mcp). */
+void mcp_session_set_user(mcp_session_t *self, void *user);
+void *mcp_session_user(const mcp_session_t *self);
+
+/* ---- calls ---- */
+
+mcp_session_t *mcp_call_session(const mcp_call_t *call);
+const char *mcp_call_method(const mcp_call_t *call);
+/* Tool name for tools/call, else NULL. */
+const char *mcp_call_tool(const mcp_call_t *call);
+void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
+/* Finishers: each sends the response and frees the call. */
+void mcp_call_reply(mcp_call_t *call, json_object *result);               /* consumed */
+void mcp_call_error(mcp_call_t *call, int code, const char *message);
+void mcp_call_text(mcp_call_t *call, const char *text, bool is_error);   /* tool result */
+/* notifications/message tied to this call, filtered by the client's level. */
+void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, const char *text, size_t len);
+/* Whether the request carried _meta.progressToken. */
+bool mcp_call_wants_progress(const mcp_call_t *call);
+/* notifications/progress; progress must increase between calls (enforced:
+ * a value not above the last one is bumped). total < 0 means none. */
+void mcp_call_progress(mcp_call_t *call, double progress, double total, const char *message);
+/* Server->client request tied to this call (e.g. elicitation/create). params
+ * consumed. Returns a request handle (> 0) for mcp_call_abandon_request. */
+long mcp_call_request(mcp_call_t *call, const char *method, json_object *params, mcp_response_fn *fn, void *ud);
+/* Drops a pending server->client request without calling its function. */
+void mcp_call_abandon_request(mcp_call_t *call, long handle);
+
+#endif

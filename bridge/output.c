@@ -1,0 +1,380 @@
+/* output: cleaning and bounding the text of one execution. */
+#define LOG_MODULE "output"
+#include "output.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "fileio.h"
+#include "jpaths.h"
+#include "log.h"
+#include "mem.h"
+#include "utf8.h"
+
+typedef enum { ESC_NONE, ESC_START, ESC_CSI, ESC_OSC, ESC_OSC_ESC, ESC_INTER } s_esc_t;
+
+typedef struct {
+    char *text;      /* owned, cut at OUTPUT_LINE_MAX */
+    size_t len;
+    size_t cut;      /* bytes dropped from the end of this line */
+} s_line_t;
+
+struct output {
+    char *spill_dir;                        /* owned, may be NULL */
+    s_esc_t esc;                            /* ANSI parser state across chunks */
+    bool pending_cr;                        /* saw \r, waiting to see if \n follows */
+    buf_t cur;                              /* current (unterminated) line, capped */
+    size_t cur_cut;                         /* bytes of the current line beyond the cap */
+    s_line_t head[OUTPUT_KEEP_LINES];
+    size_t nhead;
+    s_line_t tail[OUTPUT_KEEP_LINES];       /* ring */
+    size_t tail_start, ntail;
+    size_t lines;                           /* lines committed in this segment */
+    bool truncated;                         /* some line fell out of head/tail or was cut */
+    FILE *spill;                            /* full cleaned output, once something is cut */
+    char *spill_path;                       /* owned */
+    long spill_bytes;
+    bool spill_capped;
+};
+
+output_t *output_new(const char *spill_dir)
+{
+    output_t *self = xcalloc(1, sizeof *self);
+    self->spill_dir = xstrdup(spill_dir);
+    buf_init(&self->cur, 0); /* capped by hand at OUTPUT_LINE_MAX */
+    return self;
+}
+
+static void s_free_lines(output_t *self)
+{
+    for (size_t i = 0; i < self->nhead; i++)
+        free(self->head[i].text);
+    for (size_t i = 0; i < self->ntail; i++)
+        free(self->tail[(self->tail_start + i) % OUTPUT_KEEP_LINES].text);
+    self->nhead = self->ntail = self->tail_start = 0;
+}
+
+static void s_close_spill(output_t *self)
+{
+    if (self->spill)
+        fclose(self->spill);
+    self->spill = NULL;
+}
+
+void output_destroy(output_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    output_t *self = *self_p;
+    s_free_lines(self);
+    s_close_spill(self);
+    buf_free(&self->cur);
+    free(self->spill_path);
+    free(self->spill_dir);
+    free(self);
+    *self_p = NULL;
+}
+
+static void s_spill_write(output_t *self, const char *p, size_t n)
+{
+    if (!self->spill || self->spill_capped)
+        return;
+    if (self->spill_bytes + (long)n > OUTPUT_SPILL_MAX) {
+        fputs("\n[rat-py: output file capped here]\n", self->spill);
+        self->spill_capped = true;
+        fflush(self->spill);
+        return;
+    }
+    fwrite(p, 1, n, self->spill);
+    self->spill_bytes += (long)n;
+}
+
+static void s_spill_line(output_t *self, const s_line_t *l)
+{
+    s_spill_write(self, l->text, l->len);
+    s_spill_write(self, "\n", 1);
+}
+
+/* Opens the spill file and writes what is kept so far, in order. Called the
+ * first time something is about to be lost from memory. */
+static void s_start_spill(output_t *self)
+{
+    if (self->spill || self->spill_path || !self->spill_dir)
+        return;
+    if (jpaths_ensure_dir(self->spill_dir) < 0) {
+        log_warn("cannot create %s: %s; full output is not kept", self->spill_dir, strerror(errno));
+        free(self->spill_dir);
+        self->spill_dir = NULL;
+        return;
+    }
+    unsigned char r[8];
+    char hex[17];
+    randombytes_buf(r, sizeof r);
+    sodium_bin2hex(hex, sizeof hex, r, sizeof r);
+    self->spill_path = xasprintf("%s/output-%s.txt", self->spill_dir, hex);
+    self->spill = fopen(self->spill_path, "we");
+    if (!self->spill) {
+        log_warn("cannot write %s: %s; full output is not kept", self->spill_path, strerror(errno));
+        FREE_AND_NULL(self->spill_path);
+        return;
+    }
+    for (size_t i = 0; i < self->nhead; i++)
+        s_spill_line(self, &self->head[i]);
+    for (size_t i = 0; i < self->ntail; i++)
+        s_spill_line(self, &self->tail[(self->tail_start + i) % OUTPUT_KEEP_LINES]);
+}
+
+static void s_commit_line(output_t *self)
+{
+    s_line_t l = {.len = self->cur.len, .cut = self->cur_cut};
+    l.text = xstrndup(buf_str(&self->cur), self->cur.len);
+    if (self->spill && !self->cur_cut)
+        s_spill_line(self, &l);
+    else if (self->spill)
+        s_spill_write(self, "\n", 1); /* the long line streamed into the file already */
+    buf_reset(&self->cur);
+    self->cur_cut = 0;
+    self->lines++;
+    if (self->nhead < OUTPUT_KEEP_LINES) {
+        self->head[self->nhead++] = l;
+        return;
+    }
+    if (self->ntail < OUTPUT_KEEP_LINES) {
+        self->tail[(self->tail_start + self->ntail++) % OUTPUT_KEEP_LINES] = l;
+        return;
+    }
+    /* The oldest tail line falls into the truncated middle. */
+    if (!self->spill) {
+        s_start_spill(self); /* writes head and tail, not l */
+        if (self->spill)
+            s_spill_line(self, &l);
+    }
+    self->truncated = true;
+    free(self->tail[self->tail_start].text);
+    self->tail[self->tail_start] = l;
+    self->tail_start = (self->tail_start + 1) % OUTPUT_KEEP_LINES;
+}
+
+/* Adds printable bytes to the current line, keeping at most OUTPUT_LINE_MAX. */
+static void s_put(output_t *self, const char *p, size_t n)
+{
+    if (self->cur_cut) {
+        s_spill_write(self, p, n);
+        self->cur_cut += n;
+        return;
+    }
+    size_t room = OUTPUT_LINE_MAX - self->cur.len;
+    if (n <= room) {
+        buf_append(&self->cur, p, n);
+        return;
+    }
+    /* The line is too long: keep a prefix that ends on a character boundary
+     * in memory, and stream the whole line into the spill file. */
+    if (!self->spill)
+        s_start_spill(self);
+    s_spill_write(self, buf_str(&self->cur), self->cur.len);
+    s_spill_write(self, p, n);
+    size_t keep = utf8_floor(p, n, room);
+    buf_append(&self->cur, p, keep);
+    self->cur_cut = n - keep;
+    self->truncated = true;
+}
+
+static void s_fold_cr(output_t *self)
+{
+    /* A carriage return not followed by a newline rewinds the line: keep only
+     * the last frame of a progress bar. */
+    buf_reset(&self->cur);
+    if (self->cur_cut && self->spill)
+        s_spill_write(self, "\r", 1);
+    self->cur_cut = 0;
+}
+
+void output_write(output_t *self, const char *text, size_t len, buf_t *clean)
+{
+    size_t run = 0; /* start of a run of plain bytes */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (self->esc != ESC_NONE) {
+            switch (self->esc) {
+            case ESC_START:
+                self->esc = c == '[' ? ESC_CSI : c == ']' ? ESC_OSC : (c >= 0x20 && c <= 0x2F) ? ESC_INTER : ESC_NONE;
+                break;
+            case ESC_CSI:
+                if (c >= 0x40 && c <= 0x7E)
+                    self->esc = ESC_NONE;
+                break;
+            case ESC_OSC:
+                if (c == 0x07)
+                    self->esc = ESC_NONE;
+                else if (c == 0x1B)
+                    self->esc = ESC_OSC_ESC;
+                break;
+            case ESC_OSC_ESC:
+                self->esc = c == '\\' ? ESC_NONE : ESC_OSC;
+                break;
+            case ESC_INTER:
+                if (c >= 0x30 && c <= 0x7E)
+                    self->esc = ESC_NONE;
+                break;
+            case ESC_NONE:
+                break;
+            }
+            run = i + 1;
+            continue;
+        }
+        bool special = c == 0x1B || c == '\r' || c == '\n' || (c < 0x20 && c != '\t') || c == 0x7F;
+        if (!special && !self->pending_cr)
+            continue;
+        /* Flush the plain run before this byte. */
+        if (i > run) {
+            s_put(self, text + run, i - run);
+            if (clean)
+                buf_append(clean, text + run, i - run);
+        }
+        run = i + 1;
+        if (self->pending_cr) {
+            self->pending_cr = false;
+            if (c != '\n')
+                s_fold_cr(self);
+        }
+        if (!special) {
+            run = i; /* re-examine this byte as plain text */
+            continue;
+        }
+        if (c == 0x1B) {
+            self->esc = ESC_START;
+        } else if (c == '\n') {
+            s_commit_line(self);
+            if (clean)
+                buf_putc(clean, '\n');
+        } else if (c == '\r') {
+            self->pending_cr = true;
+            if (clean)
+                buf_putc(clean, '\r');
+        }
+        /* Other control characters are dropped. */
+    }
+    if (len > run && self->esc == ESC_NONE) {
+        if (self->pending_cr) {
+            self->pending_cr = false;
+            s_fold_cr(self);
+        }
+        s_put(self, text + run, len - run);
+        if (clean)
+            buf_append(clean, text + run, len - run);
+    }
+}
+
+void output_write_block(output_t *self, const char *text, size_t len)
+{
+    if (self->cur.len || self->cur_cut)
+        s_commit_line(self);
+    self->pending_cr = false;
+    self->esc = ESC_NONE;
+    output_write(self, text, len, NULL);
+    if (len && text[len - 1] != '\n')
+        s_commit_line(self);
+}
+
+void output_clear(output_t *self)
+{
+    s_free_lines(self);
+    s_close_spill(self);
+    FREE_AND_NULL(self->spill_path);
+    buf_reset(&self->cur);
+    self->cur_cut = 0;
+    self->lines = 0;
+    self->truncated = false;
+    self->pending_cr = false;
+    self->spill_bytes = 0;
+    self->spill_capped = false;
+}
+
+void output_reset(output_t *self)
+{
+    output_clear(self);
+}
+
+bool output_empty(const output_t *self)
+{
+    return self->lines == 0 && self->cur.len == 0 && self->cur_cut == 0;
+}
+
+size_t output_line_count(const output_t *self)
+{
+    return self->lines + ((self->cur.len || self->cur_cut) ? 1 : 0);
+}
+
+const char *output_spill_path(const output_t *self)
+{
+    return self->spill_path;
+}
+
+static void s_render_line(buf_t *dst, const char *text, size_t len, size_t cut)
+{
+    buf_append(dst, text, len);
+    if (cut)
+        buf_printf(dst, " … [%zu bytes cut]", cut);
+}
+
+void output_render(output_t *self, buf_t *dst)
+{
+    bool first = true;
+    for (size_t i = 0; i < self->nhead; i++) {
+        if (!first)
+            buf_putc(dst, '\n');
+        first = false;
+        s_render_line(dst, self->head[i].text, self->head[i].len, self->head[i].cut);
+    }
+    size_t kept = self->nhead + self->ntail;
+    if (self->lines > kept) {
+        buf_printf(dst, "%s… [%zu lines truncated] …", first ? "" : "\n", self->lines - kept);
+        first = false;
+    }
+    for (size_t i = 0; i < self->ntail; i++) {
+        const s_line_t *l = &self->tail[(self->tail_start + i) % OUTPUT_KEEP_LINES];
+        if (!first)
+            buf_putc(dst, '\n');
+        first = false;
+        s_render_line(dst, l->text, l->len, l->cut);
+    }
+    if (self->cur.len || self->cur_cut) {
+        if (!first)
+            buf_putc(dst, '\n');
+        s_render_line(dst, buf_str(&self->cur), self->cur.len, self->cur_cut);
+    }
+    if (self->spill_path) {
+        if (self->spill)
+            fflush(self->spill);
+        buf_printf(dst, "\n[full output: %s]", self->spill_path);
+    }
+}
+
+void output_clean_text(const char *text, size_t len, buf_t *dst)
+{
+    output_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    buf_init(&tmp.cur, 0);
+    /* Reuse the streaming cleaner on a throwaway state without keeping lines:
+     * feed line by line and copy each committed line out. */
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && text[i] != '\n')
+            continue;
+        output_write(&tmp, text + start, i - start, NULL);
+        if (tmp.pending_cr) {
+            tmp.pending_cr = false;
+        }
+        buf_append(dst, buf_str(&tmp.cur), tmp.cur.len);
+        if (i < len)
+            buf_putc(dst, '\n');
+        buf_reset(&tmp.cur);
+        tmp.cur_cut = 0;
+        start = i + 1;
+    }
+    buf_free(&tmp.cur);
+}

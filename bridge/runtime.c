@@ -1,0 +1,1153 @@
+/* runtime: executions against the session's kernel, one at a time. */
+#define LOG_MODULE "runtime"
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "kernel.h"
+#include "kernelspec.h"
+#include "lang.h"
+#include "log.h"
+#include "mem.h"
+
+#define SNAPSHOT_TIMEOUT_MS 2000   /* wait this long for the post-error var count */
+#define DEATH_WINDOW_MS 60000      /* automatic restarts stop after ... */
+#define DEATH_LIMIT 5              /* ... this many deaths within the window */
+#define MAX_DETACHED 8             /* finished runs kept for ctl wait */
+
+typedef enum { ST_STARTING, ST_READY, ST_FAILED } s_kstate_t;
+
+struct runtime_exec {
+    runtime_t *rt;                 /* borrowed */
+    unsigned long id;
+    char *code;                    /* owned until done */
+    bool allow_input;
+    runtime_exec_state_t state;
+    runtime_outcome_t outcome;
+    char msg_id[WIRE_ID_LEN + 1];
+    bool got_reply, got_idle, clear_pending;
+    long number;
+    int64_t sent_us, done_us, input_since_us, input_total_us;
+    output_t *out;                 /* owned */
+    char *ename, *evalue, *source; /* owned */
+    long line;
+    long vars;
+    char *why;                     /* owned */
+    char *prompt;                  /* owned */
+    bool password;
+    json_object *input_header;     /* owned reference */
+    runtime_observer_t obs;
+    void *obs_ud;
+    bool has_obs;
+    bool claimed;                  /* a caller follows it (started it or picked it up) */
+    bool detached;                 /* its caller left before it finished */
+    uint64_t snapshot_timer;
+    runtime_exec_t *next;          /* in runtime->execs, oldest first */
+};
+
+typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET } s_req_kind_t;
+
+typedef struct s_req {
+    char msg_id[WIRE_ID_LEN + 1];
+    s_req_kind_t kind;
+    runtime_exec_t *ex;            /* REQ_SNAPSHOT */
+    runtime_done_fn *done;         /* REQ_RESET */
+    void *ud;
+    bool all;
+    struct s_req *next;
+} s_req_t;
+
+typedef struct s_pending_reset {
+    bool all;
+    runtime_done_fn *done;
+    void *ud;
+    struct s_pending_reset *next;
+} s_pending_reset_t;
+
+struct runtime {
+    loop_t *loop;                  /* borrowed */
+    void *zctx;                    /* borrowed */
+    /* options, owned copies */
+    char *kernel_name, *existing, *cwd, *runtime_dir, *assets_dir, *interpreter, *env_note;
+    char **argv, **env_extra;
+    int boot_timeout_ms;
+    bool allow_restart;
+    kernelspec_t *spec;            /* owned, NULL when attaching or with argv */
+    kernel_t *kernel;              /* owned */
+    s_kstate_t kstate;
+    char *fail_reason;             /* owned, when ST_FAILED */
+    char *language;                /* owned: from kernel_info, else the spec */
+    const lang_t *lang;
+    runtime_exec_t *execs;         /* owned list */
+    runtime_exec_t *current;       /* borrowed from execs */
+    long exec_count, vars;
+    unsigned long rev, next_id;
+    s_req_t *reqs;                 /* owned list of internal requests */
+    s_pending_reset_t *pending_resets; /* owned: resets waiting for the kernel */
+    runtime_done_fn *restart_done; /* pending ctl restart */
+    void *restart_ud;
+    int64_t deaths[DEATH_LIMIT];   /* ring of recent death times */
+    unsigned ndeaths, restarts;
+    char *last_death;              /* owned */
+    uint64_t pump_timer;
+};
+
+static void s_pump(runtime_t *self);
+static void s_start_kernel(runtime_t *self);
+
+/* ------------------------------------------------------------ small helpers */
+
+static char **s_copy_list(char *const *list)
+{
+    size_t n = 0;
+    while (list && list[n])
+        n++;
+    if (!list)
+        return NULL;
+    char **out = xcalloc(n + 1, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = xstrdup(list[i]);
+    return out;
+}
+
+static void s_free_list(char **list)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        free(list[i]);
+    free(list);
+}
+
+static const char *s_state_text(runtime_t *self)
+{
+    if (self->kstate == ST_FAILED)
+        return "dead";
+    if (self->kstate == ST_STARTING)
+        return self->restart_done || self->restarts ? "restarting" : "starting";
+    if (self->current)
+        return self->current->state == RUNTIME_EXEC_INPUT ? "input" : "busy";
+    return "idle";
+}
+
+/* Reads {"vars": N} from a reply's user_expressions["rat"]. Returns -1 when absent. */
+static long s_parse_snapshot(json_object *content)
+{
+    json_object *ue = NULL, *rat = NULL, *data = NULL, *plain = NULL;
+    if (!json_object_object_get_ex(content, "user_expressions", &ue) ||
+        !json_object_object_get_ex(ue, "rat", &rat) ||
+        !json_object_object_get_ex(rat, "data", &data) ||
+        !json_object_object_get_ex(data, "text/plain", &plain) || !json_object_is_type(plain, json_type_string))
+        return -1;
+    json_object *snap = json_tokener_parse(json_object_get_string(plain));
+    json_object *v = NULL;
+    long vars = -1;
+    if (snap && json_object_object_get_ex(snap, "vars", &v) && json_object_is_type(v, json_type_int))
+        vars = (long)json_object_get_int64(v);
+    json_object_put(snap);
+    return vars;
+}
+
+/* ------------------------------------------------------------ executions */
+
+static void s_exec_free(runtime_exec_t *ex)
+{
+    runtime_t *self = ex->rt;
+    for (runtime_exec_t **pp = &self->execs; *pp; pp = &(*pp)->next) {
+        if (*pp == ex) {
+            *pp = ex->next;
+            break;
+        }
+    }
+    if (self->current == ex)
+        self->current = NULL;
+    for (s_req_t *r = self->reqs; r; r = r->next)
+        if (r->ex == ex)
+            r->ex = NULL;
+    loop_timer_cancel(self->loop, ex->snapshot_timer);
+    output_destroy(&ex->out);
+    json_object_put(ex->input_header);
+    free(ex->code);
+    free(ex->ename);
+    free(ex->evalue);
+    free(ex->source);
+    free(ex->why);
+    free(ex->prompt);
+    free(ex);
+}
+
+/* Frees finished executions nobody follows, and keeps at most MAX_DETACHED
+ * finished detached ones. */
+static void s_collect(runtime_t *self)
+{
+    size_t detached_done = 0;
+    for (runtime_exec_t *ex = self->execs; ex; ex = ex->next)
+        if (ex->state == RUNTIME_EXEC_DONE && ex->detached && !ex->claimed)
+            detached_done++;
+    runtime_exec_t *ex = self->execs;
+    while (ex) {
+        runtime_exec_t *next = ex->next;
+        if (ex->state == RUNTIME_EXEC_DONE && !ex->claimed) {
+            if (!ex->detached) {
+                s_exec_free(ex);
+            } else if (detached_done > MAX_DETACHED) {
+                detached_done--;
+                s_exec_free(ex);
+            }
+        }
+        ex = next;
+    }
+}
+
+static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, const char *why)
+{
+    if (ex->state == RUNTIME_EXEC_DONE)
+        return;
+    if (ex->state == RUNTIME_EXEC_INPUT)
+        ex->input_total_us += loop_now_us() - ex->input_since_us;
+    ex->state = RUNTIME_EXEC_DONE;
+    ex->outcome = outcome;
+    ex->done_us = loop_now_us();
+    if (why && !ex->why)
+        ex->why = xstrdup(why);
+    FREE_AND_NULL(ex->prompt);
+    json_object_put(ex->input_header);
+    ex->input_header = NULL;
+    loop_timer_cancel(self->loop, ex->snapshot_timer);
+    ex->snapshot_timer = 0;
+    if (self->current == ex)
+        self->current = NULL;
+    self->rev++;
+    if (ex->has_obs && ex->obs.on_done)
+        ex->obs.on_done(ex->obs_ud, ex); /* may release ex */
+    s_collect(self);
+}
+
+static void s_snapshot_timeout(loop_t *loop, void *ud)
+{
+    runtime_exec_t *ex = ud;
+    ex->snapshot_timer = 0;
+    s_finish(ex->rt, ex, RUNTIME_ERROR, NULL);
+    s_pump(ex->rt);
+}
+
+static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id)
+{
+    s_req_t *r = xcalloc(1, sizeof *r);
+    memcpy(r->msg_id, msg_id, sizeof r->msg_id);
+    r->kind = kind;
+    r->next = self->reqs;
+    self->reqs = r;
+    return r;
+}
+
+/* Sends a silent execute (no history, no output broadcast to us) carrying
+ * the snapshot expression. */
+static int s_send_silent(runtime_t *self, const char *code, char id_out[WIRE_ID_LEN + 1])
+{
+    buf_t b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"code\":");
+    buf_put_json_str(&b, code, strlen(code));
+    buf_puts(&b, ",\"silent\":true,\"store_history\":false,\"user_expressions\":{");
+    if (self->lang && self->lang->snapshot_expr) {
+        buf_puts(&b, "\"rat\":");
+        buf_put_json_str(&b, self->lang->snapshot_expr, strlen(self->lang->snapshot_expr));
+    }
+    buf_puts(&b, "},\"allow_stdin\":false,\"stop_on_error\":false}");
+    int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id_out);
+    buf_free(&b);
+    return rc;
+}
+
+/* Finds "Cell In [N], line L" (IPython 8) or "Input In [N]" ... "line L" in
+ * a cleaned traceback: the last frame that points into this run's cell. */
+static long s_find_line(const char *tb, long number)
+{
+    long line = 0;
+    const char *p = tb;
+    while ((p = strstr(p, "In ")) || (p = NULL)) {
+        const char *q = p + 3;
+        if (*q == ' ')
+            q++;
+        if (*q != '[') {
+            p += 3;
+            continue;
+        }
+        char *end = NULL;
+        long cell = strtol(q + 1, &end, 10);
+        if (!end || *end != ']') {
+            p += 3;
+            continue;
+        }
+        const char *l = strstr(end, "line ");
+        const char *nl = strchr(end, '\n');
+        if (l && (!nl || l < nl) && (cell == number || number == 0)) {
+            long v = strtol(l + 5, NULL, 10);
+            if (v > 0)
+                line = v;
+        }
+        p = end;
+    }
+    return line;
+}
+
+static void s_record_error(runtime_exec_t *ex, json_object *content)
+{
+    const char *ename = wire_get_str(content, "ename");
+    const char *evalue = wire_get_str(content, "evalue");
+    free(ex->ename);
+    free(ex->evalue);
+    ex->ename = xstrdup(ename ? ename : "Error");
+    ex->evalue = xstrdup(evalue ? evalue : "");
+    json_object *tb = NULL;
+    if (!json_object_object_get_ex(content, "traceback", &tb) || !json_object_is_type(tb, json_type_array))
+        return;
+    buf_t clean;
+    buf_init(&clean, 1u << 20);
+    for (size_t i = 0; i < json_object_array_length(tb); i++) {
+        json_object *t = json_object_array_get_idx(tb, i);
+        if (json_object_is_type(t, json_type_string)) {
+            output_clean_text(json_object_get_string(t), (size_t)json_object_get_string_len(t), &clean);
+            buf_putc(&clean, '\n');
+        }
+    }
+    long line = s_find_line(buf_str(&clean), ex->number);
+    buf_free(&clean);
+    if (line <= 0 || !ex->code)
+        return;
+    /* The source line, from the code we sent. */
+    const char *p = ex->code;
+    for (long i = 1; i < line && p; i++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return;
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    while (n && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
+    }
+    if (n > 200)
+        n = 200;
+    ex->line = line;
+    free(ex->source);
+    ex->source = xstrndup(p, n);
+}
+
+static void s_output_text(runtime_exec_t *ex, int stream, const char *text, size_t len)
+{
+    if (ex->clear_pending) {
+        ex->clear_pending = false;
+        output_clear(ex->out);
+    }
+    buf_t clean;
+    buf_init(&clean, 0);
+    output_write(ex->out, text, len, &clean);
+    if (clean.len && ex->has_obs && ex->obs.on_output)
+        ex->obs.on_output(ex->obs_ud, ex, stream, clean.data, clean.len);
+    buf_free(&clean);
+}
+
+static void s_output_bundle(runtime_exec_t *ex, json_object *content)
+{
+    json_object *data = NULL, *plain = NULL;
+    if (!json_object_object_get_ex(content, "data", &data) ||
+        !json_object_object_get_ex(data, "text/plain", &plain) || !json_object_is_type(plain, json_type_string))
+        return;
+    if (ex->clear_pending) {
+        ex->clear_pending = false;
+        output_clear(ex->out);
+    }
+    const char *t = json_object_get_string(plain);
+    size_t n = (size_t)json_object_get_string_len(plain);
+    output_write_block(ex->out, t, n);
+    if (ex->has_obs && ex->obs.on_output) {
+        buf_t clean;
+        buf_init(&clean, 0);
+        output_clean_text(t, n, &clean);
+        buf_putc(&clean, '\n');
+        ex->obs.on_output(ex->obs_ud, ex, 0, clean.data, clean.len);
+        buf_free(&clean);
+    }
+}
+
+static void s_maybe_done(runtime_t *self, runtime_exec_t *ex)
+{
+    if (!ex->got_reply || !ex->got_idle || ex->snapshot_timer)
+        return;
+    s_finish(self, ex, ex->outcome, NULL);
+    s_pump(self);
+}
+
+static void s_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
+{
+    const char *t = m->msg_type;
+    json_object *c = m->content;
+    if (strcmp(t, "stream") == 0) {
+        const char *name = wire_get_str(c, "name");
+        json_object *text = NULL;
+        if (json_object_object_get_ex(c, "text", &text) && json_object_is_type(text, json_type_string))
+            s_output_text(ex, name && strcmp(name, "stderr") == 0 ? 1 : 0, json_object_get_string(text),
+                          (size_t)json_object_get_string_len(text));
+    } else if (strcmp(t, "execute_result") == 0 || strcmp(t, "display_data") == 0 ||
+               strcmp(t, "update_display_data") == 0) {
+        json_object *n = NULL;
+        if (json_object_object_get_ex(c, "execution_count", &n) && json_object_is_type(n, json_type_int))
+            ex->number = (long)json_object_get_int64(n);
+        s_output_bundle(ex, c);
+    } else if (strcmp(t, "error") == 0) {
+        s_record_error(ex, c);
+    } else if (strcmp(t, "clear_output") == 0) {
+        json_object *w = NULL;
+        if (json_object_object_get_ex(c, "wait", &w) && json_object_get_boolean(w))
+            ex->clear_pending = true;
+        else
+            output_clear(ex->out);
+    } else if (strcmp(t, "execute_input") == 0) {
+        json_object *n = NULL;
+        if (json_object_object_get_ex(c, "execution_count", &n) && json_object_is_type(n, json_type_int))
+            ex->number = (long)json_object_get_int64(n);
+    } else if (strcmp(t, "status") == 0) {
+        const char *st = wire_get_str(c, "execution_state");
+        if (st && strcmp(st, "idle") == 0) {
+            ex->got_idle = true;
+            s_maybe_done(self, ex);
+        }
+    }
+}
+
+static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
+{
+    json_object *c = m->content, *n = NULL;
+    const char *status = wire_get_str(c, "status");
+    if (json_object_object_get_ex(c, "execution_count", &n) && json_object_is_type(n, json_type_int)) {
+        ex->number = (long)json_object_get_int64(n);
+        self->exec_count = ex->number;
+    }
+    ex->got_reply = true;
+    if (status && strcmp(status, "ok") == 0) {
+        ex->outcome = RUNTIME_OK;
+        long vars = s_parse_snapshot(c);
+        if (vars >= 0)
+            self->vars = vars;
+        ex->vars = self->vars;
+    } else if (status && strcmp(status, "aborted") == 0) {
+        ex->outcome = RUNTIME_ABORTED;
+        ex->vars = self->vars;
+    } else {
+        ex->outcome = RUNTIME_ERROR;
+        if (!ex->ename)
+            s_record_error(ex, c);
+        ex->vars = self->vars;
+        /* user_expressions are skipped after an error: ask for the count with
+         * a silent request so the footer stays true. */
+        char id[WIRE_ID_LEN + 1];
+        if (self->lang && self->lang->snapshot_expr && s_send_silent(self, "", id) == 0) {
+            s_req_t *r = s_req_add(self, REQ_SNAPSHOT, id);
+            r->ex = ex;
+            ex->snapshot_timer = loop_timer(self->loop, SNAPSHOT_TIMEOUT_MS, s_snapshot_timeout, ex);
+        }
+    }
+    s_maybe_done(self, ex);
+}
+
+static void s_exec_input(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
+{
+    const char *prompt = wire_get_str(m->content, "prompt");
+    json_object *pw = NULL;
+    free(ex->prompt);
+    ex->prompt = xstrdup(prompt ? prompt : "");
+    ex->password = json_object_object_get_ex(m->content, "password", &pw) && json_object_get_boolean(pw);
+    json_object_put(ex->input_header);
+    ex->input_header = json_object_get(m->header);
+    ex->state = RUNTIME_EXEC_INPUT;
+    ex->input_since_us = loop_now_us();
+    self->rev++;
+    if (ex->has_obs && ex->obs.on_input)
+        ex->obs.on_input(ex->obs_ud, ex);
+}
+
+static void s_req_reply(runtime_t *self, wire_msg_t *m)
+{
+    if (!m->parent_id)
+        return;
+    s_req_t **pp = &self->reqs;
+    while (*pp && strcmp((*pp)->msg_id, m->parent_id) != 0)
+        pp = &(*pp)->next;
+    s_req_t *r = *pp;
+    if (!r)
+        return;
+    *pp = r->next;
+    const char *status = wire_get_str(m->content, "status");
+    bool ok = status && strcmp(status, "ok") == 0;
+    long vars = s_parse_snapshot(m->content);
+    if (vars >= 0)
+        self->vars = vars;
+    switch (r->kind) {
+    case REQ_INSTALL:
+        if (!ok)
+            log_warn("the kernel-side helper failed to install (%s); variable counts are unavailable",
+                     wire_get_str(m->content, "evalue") ? wire_get_str(m->content, "evalue") : "?");
+        break;
+    case REQ_SNAPSHOT:
+        if (r->ex) {
+            r->ex->vars = self->vars;
+            loop_timer_cancel(self->loop, r->ex->snapshot_timer);
+            r->ex->snapshot_timer = 0;
+            s_maybe_done(self, r->ex);
+        }
+        break;
+    case REQ_RESET: {
+        json_object *n = NULL;
+        if (json_object_object_get_ex(m->content, "execution_count", &n) && json_object_is_type(n, json_type_int) &&
+            r->all)
+            self->exec_count = (long)json_object_get_int64(n);
+        self->rev++;
+        char text[64];
+        snprintf(text, sizeof text, "%ld", self->vars < 0 ? 0 : self->vars);
+        if (r->done)
+            r->done(r->ud, ok, ok ? text : (wire_get_str(m->content, "evalue") ? wire_get_str(m->content, "evalue") : "reset failed"));
+        break;
+    }
+    }
+    free(r);
+}
+
+/* ------------------------------------------------------------ kernel events */
+
+static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
+{
+    buf_t b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"code\":");
+    buf_put_json_str(&b, ex->code, strlen(ex->code));
+    buf_puts(&b, ",\"silent\":false,\"store_history\":true,\"user_expressions\":{");
+    if (self->lang && self->lang->snapshot_expr) {
+        buf_puts(&b, "\"rat\":");
+        buf_put_json_str(&b, self->lang->snapshot_expr, strlen(self->lang->snapshot_expr));
+    }
+    buf_printf(&b, "},\"allow_stdin\":%s,\"stop_on_error\":false}", ex->allow_input ? "true" : "false");
+    ex->sent_us = loop_now_us();
+    if (kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, ex->msg_id) < 0) {
+        buf_free(&b);
+        s_finish(self, ex, RUNTIME_FAILED, "could not send the code to the kernel");
+        return;
+    }
+    buf_free(&b);
+    ex->state = RUNTIME_EXEC_RUNNING;
+    self->current = ex;
+    self->rev++;
+}
+
+static void s_fail_queued(runtime_t *self, const char *why)
+{
+    /* Restart from the head each time: finishing one run can free others
+     * (observers release them), so no pointer is kept across s_finish. */
+    for (;;) {
+        runtime_exec_t *ex = self->execs;
+        while (ex && ex->state != RUNTIME_EXEC_QUEUED)
+            ex = ex->next;
+        if (!ex)
+            return;
+        s_finish(self, ex, RUNTIME_FAILED, why);
+    }
+}
+
+/* Internal requests die with their kernel. */
+static void s_drop_reqs(runtime_t *self, const char *why)
+{
+    while (self->reqs) {
+        s_req_t *r = self->reqs;
+        self->reqs = r->next;
+        if (r->kind == REQ_RESET && r->done)
+            r->done(r->ud, false, why);
+        free(r);
+    }
+}
+
+static void s_pump_timer(loop_t *loop, void *ud)
+{
+    runtime_t *self = ud;
+    self->pump_timer = 0;
+    s_pump(self);
+}
+
+/* Starts the next queued execution when the kernel is free. */
+static void s_pump(runtime_t *self)
+{
+    if (self->kstate == ST_FAILED) {
+        s_fail_queued(self, self->fail_reason);
+        return;
+    }
+    if (self->kstate != ST_READY || self->current)
+        return;
+    for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
+        if (ex->state == RUNTIME_EXEC_QUEUED) {
+            s_send_execute(self, ex);
+            return;
+        }
+    }
+}
+
+static void s_do_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
+{
+    char id[WIRE_ID_LEN + 1];
+    if (s_send_silent(self, all ? self->lang->reset_all_code : self->lang->reset_code, id) < 0) {
+        done(ud, false, "could not reach the kernel");
+        return;
+    }
+    s_req_t *r = s_req_add(self, REQ_RESET, id);
+    r->done = done;
+    r->ud = ud;
+    r->all = all;
+}
+
+static void s_on_ready(void *ud, kernel_t *k, json_object *info)
+{
+    runtime_t *self = ud;
+    json_object *li = NULL, *name = NULL;
+    if (info && json_object_object_get_ex(info, "language_info", &li) && json_object_object_get_ex(li, "name", &name) &&
+        json_object_is_type(name, json_type_string)) {
+        free(self->language);
+        self->language = xstrdup(json_object_get_string(name));
+    }
+    self->lang = lang_find(self->language);
+    self->kstate = ST_READY;
+    self->rev++;
+    self->vars = self->lang ? 0 : -1;
+    if (self->lang && self->lang->install) {
+        /* Shell requests run in order, so the helper is in place before the
+         * first user execution even though we do not wait for this reply. */
+        buf_t b;
+        buf_init(&b, 0);
+        self->lang->install(&b);
+        char id[WIRE_ID_LEN + 1];
+        if (s_send_silent(self, b.data, id) == 0)
+            s_req_add(self, REQ_INSTALL, id);
+        buf_free(&b);
+    }
+    if (self->restart_done) {
+        runtime_done_fn *done = self->restart_done;
+        self->restart_done = NULL;
+        done(self->restart_ud, true, "0");
+    }
+    while (self->pending_resets && self->lang) {
+        s_pending_reset_t *p = self->pending_resets;
+        self->pending_resets = p->next;
+        s_do_reset(self, p->all, p->done, p->ud);
+        free(p);
+    }
+    s_pump(self);
+}
+
+static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
+{
+    runtime_t *self = ud;
+    if (k != self->kernel)
+        return;
+    runtime_exec_t *ex = self->current;
+    bool mine = ex && m->parent_id && strcmp(m->parent_id, ex->msg_id) == 0;
+    switch (ch) {
+    case KCHAN_IOPUB:
+        if (mine)
+            s_exec_iopub(self, ex, m);
+        break;
+    case KCHAN_SHELL:
+        if (mine && strcmp(m->msg_type, "execute_reply") == 0)
+            s_exec_reply(self, ex, m);
+        else
+            s_req_reply(self, m);
+        break;
+    case KCHAN_STDIN:
+        if (mine && strcmp(m->msg_type, "input_request") == 0)
+            s_exec_input(self, ex, m);
+        break;
+    case KCHAN_CONTROL:
+    case KCHAN_COUNT:
+        break;
+    }
+}
+
+static void s_flush_pending(runtime_t *self, const char *why)
+{
+    if (self->restart_done) {
+        runtime_done_fn *done = self->restart_done;
+        self->restart_done = NULL;
+        done(self->restart_ud, false, why);
+    }
+    while (self->pending_resets) {
+        s_pending_reset_t *p = self->pending_resets;
+        self->pending_resets = p->next;
+        p->done(p->ud, false, why);
+        free(p);
+    }
+    s_drop_reqs(self, why);
+}
+
+static void s_on_dead(void *ud, kernel_t *k, const char *why)
+{
+    runtime_t *self = ud;
+    if (k != self->kernel)
+        return;
+    bool was_ready = self->kstate == ST_READY;
+    bool attached = !kernel_owned(k);
+    free(self->last_death);
+    self->last_death = xstrdup(why);
+    self->rev++;
+    kernel_destroy(&self->kernel, 0);
+    self->lang = NULL;
+    int64_t now = loop_now_ms();
+    bool give_up = false;
+    if (was_ready && !attached) {
+        self->deaths[self->ndeaths % DEATH_LIMIT] = now;
+        self->ndeaths++;
+        give_up = self->ndeaths >= DEATH_LIMIT && now - self->deaths[self->ndeaths % DEATH_LIMIT] < DEATH_WINDOW_MS;
+    }
+    free(self->fail_reason);
+    self->fail_reason = NULL;
+    char *run_why;
+    if (attached) {
+        self->fail_reason = xasprintf("%s; the attached kernel is gone (start it again and reconnect)", why);
+        run_why = xstrdup(self->fail_reason);
+    } else if (!was_ready) {
+        self->fail_reason = xstrdup(why);
+        run_why = xstrdup(why);
+    } else if (give_up) {
+        self->fail_reason = xasprintf("%s; the kernel died %d times within %d s, so it is not restarted "
+                                      "automatically (ctl restart starts a new one)",
+                                      why, DEATH_LIMIT, DEATH_WINDOW_MS / 1000);
+        run_why = xstrdup(self->fail_reason);
+    } else {
+        run_why = xasprintf("%s; a new kernel is starting, variables are lost", why);
+    }
+    self->kstate = ST_FAILED;
+    s_drop_reqs(self, run_why);
+    if (self->current)
+        s_finish(self, self->current, RUNTIME_FAILED, run_why);
+    char *queued_why = xasprintf("not run: %s", run_why);
+    s_fail_queued(self, queued_why);
+    free(queued_why);
+    if (was_ready && !attached && !give_up) {
+        self->restarts++;
+        /* Pending restart/reset requests carry over to the new kernel. */
+        s_start_kernel(self);
+    } else {
+        s_flush_pending(self, self->fail_reason);
+    }
+    free(run_why);
+}
+
+static void s_on_heartbeat(void *ud, kernel_t *k, bool ok)
+{
+    runtime_t *self = ud;
+    self->rev++;
+    (void)k;
+    (void)ok;
+}
+
+static const kernel_events_t s_events = {
+    .on_ready = s_on_ready,
+    .on_msg = s_on_msg,
+    .on_dead = s_on_dead,
+    .on_heartbeat = s_on_heartbeat,
+};
+
+static void s_start_kernel(runtime_t *self)
+{
+    kernel_opts_t ko = {
+        .spec = self->spec,
+        .argv = self->argv,
+        .existing = self->existing,
+        .cwd = self->cwd,
+        .env_extra = self->env_extra,
+        .runtime_dir = self->runtime_dir,
+        .boot_timeout_ms = self->boot_timeout_ms,
+    };
+    char err[1024];
+    self->kstate = ST_STARTING;
+    self->kernel = kernel_start(self->loop, self->zctx, &ko, &s_events, self, err, sizeof err);
+    if (!self->kernel) {
+        self->kstate = ST_FAILED;
+        free(self->fail_reason);
+        self->fail_reason = xstrdup(err);
+        log_error("%s", err);
+        /* Report from the loop, never from inside the caller. */
+        if (!self->pump_timer)
+            self->pump_timer = loop_timer(self->loop, 0, s_pump_timer, self);
+    }
+}
+
+/* ------------------------------------------------------------ public API */
+
+runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *err, size_t errlen)
+{
+    runtime_t *self = xcalloc(1, sizeof *self);
+    self->loop = loop;
+    self->zctx = zctx;
+    self->kernel_name = xstrdup(o->kernel_name ? o->kernel_name : "python3");
+    self->existing = xstrdup(o->existing);
+    self->cwd = xstrdup(o->cwd);
+    self->runtime_dir = xstrdup(o->runtime_dir);
+    self->assets_dir = xstrdup(o->assets_dir);
+    self->interpreter = xstrdup(o->interpreter);
+    self->env_note = xstrdup(o->env_note);
+    self->argv = s_copy_list(o->argv);
+    self->env_extra = s_copy_list(o->env_extra);
+    self->boot_timeout_ms = o->boot_timeout_ms;
+    self->allow_restart = o->allow_restart;
+    self->vars = -1;
+    self->next_id = 1;
+    if (!self->existing && !self->argv) {
+        self->spec = kernelspec_find(self->kernel_name, err, errlen);
+        if (!self->spec) {
+            runtime_destroy(&self, 0);
+            return NULL;
+        }
+    }
+    if (self->spec && self->spec->language[0])
+        self->language = xstrdup(self->spec->language);
+    else
+        self->language = xstrdup(self->existing ? "kernel" : "python");
+    s_start_kernel(self);
+    return self;
+}
+
+void runtime_destroy(runtime_t **self_p, int grace_ms)
+{
+    if (!self_p || !*self_p)
+        return;
+    runtime_t *self = *self_p;
+    loop_timer_cancel(self->loop, self->pump_timer);
+    kernel_destroy(&self->kernel, grace_ms);
+    s_flush_pending(self, "rat-py is shutting down");
+    while (self->execs) {
+        runtime_exec_t *ex = self->execs;
+        ex->has_obs = false;
+        s_exec_free(ex);
+    }
+    kernelspec_destroy(&self->spec);
+    s_free_list(self->argv);
+    s_free_list(self->env_extra);
+    free(self->kernel_name);
+    free(self->existing);
+    free(self->cwd);
+    free(self->runtime_dir);
+    free(self->assets_dir);
+    free(self->interpreter);
+    free(self->env_note);
+    free(self->fail_reason);
+    free(self->language);
+    free(self->last_death);
+    free(self);
+    *self_p = NULL;
+}
+
+void runtime_on_sigchld(runtime_t *self)
+{
+    if (self->kernel)
+        kernel_check_exit(self->kernel);
+}
+
+runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_input)
+{
+    runtime_exec_t *ex = xcalloc(1, sizeof *ex);
+    ex->rt = self;
+    ex->id = self->next_id++;
+    ex->code = xstrdup(code);
+    ex->allow_input = allow_input;
+    ex->state = RUNTIME_EXEC_QUEUED;
+    ex->vars = -1;
+    ex->claimed = true;
+    ex->out = output_new(self->assets_dir);
+    runtime_exec_t **pp = &self->execs;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = ex;
+    if (self->kstate == ST_FAILED && !self->existing) {
+        /* A run is a reason to try again: the cause may be fixed by now
+         * (e.g. ipykernel installed). Failures are reported from the loop. */
+        s_start_kernel(self);
+    } else if (self->kstate == ST_FAILED) {
+        if (!self->pump_timer)
+            self->pump_timer = loop_timer(self->loop, 0, s_pump_timer, self);
+    } else {
+        s_pump(self);
+    }
+    return ex;
+}
+
+runtime_exec_t *runtime_current(runtime_t *self)
+{
+    return self->current;
+}
+
+runtime_exec_t *runtime_detached(runtime_t *self)
+{
+    for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
+        if (ex->detached && !ex->claimed) {
+            ex->claimed = true;
+            ex->detached = false;
+            return ex;
+        }
+    }
+    return NULL;
+}
+
+int runtime_cancel(runtime_t *self, runtime_exec_t *ex)
+{
+    if (ex->state == RUNTIME_EXEC_DONE)
+        return -1;
+    if (ex->state == RUNTIME_EXEC_QUEUED) {
+        s_finish(self, ex, RUNTIME_CANCELLED, "cancelled before it started");
+        return 0;
+    }
+    self->rev++;
+    return self->kernel ? kernel_interrupt(self->kernel) : -1;
+}
+
+bool runtime_can_restart(const runtime_t *self, const char **why)
+{
+    if (self->existing && !self->allow_restart) {
+        if (why)
+            *why = "this kernel belongs to another program (attached with --existing); restarting it is "
+                   "refused unless rat-py runs with --allow-restart";
+        return false;
+    }
+    return true;
+}
+
+void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
+{
+    const char *why = NULL;
+    if (!runtime_can_restart(self, &why)) {
+        done(ud, false, why);
+        return;
+    }
+    if (self->restart_done) {
+        done(ud, false, "a restart is already in progress");
+        return;
+    }
+    self->rev++;
+    self->restart_done = done;
+    self->restart_ud = ud;
+    self->ndeaths = 0;
+    kernel_destroy(&self->kernel, 0);
+    self->lang = NULL;
+    self->kstate = ST_STARTING;
+    if (self->current)
+        s_finish(self, self->current, RUNTIME_FAILED, "interrupted: the kernel was restarted");
+    s_fail_queued(self, "not run: the kernel was restarted");
+    s_drop_reqs(self, "the kernel was restarted");
+    s_start_kernel(self);
+    if (self->kstate == ST_FAILED) {
+        runtime_done_fn *d = self->restart_done;
+        self->restart_done = NULL;
+        d(self->restart_ud, false, self->fail_reason);
+    }
+}
+
+void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
+{
+    if (self->current || self->execs) {
+        for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
+            if (ex->state != RUNTIME_EXEC_DONE) {
+                char text[256];
+                runtime_exec_t *cur = self->current ? self->current : ex;
+                snprintf(text, sizeof text,
+                         "BUSY: exec #%ld is %s; reset needs an idle kernel (ctl cancel stops it)",
+                         cur->number ? cur->number : (long)cur->id,
+                         cur->state == RUNTIME_EXEC_INPUT ? "waiting for input" : "running");
+                done(ud, false, text);
+                return;
+            }
+        }
+    }
+    if (self->kstate == ST_READY && !self->lang) {
+        done(ud, false, "reset is not available for this kernel's language; ctl restart gives a fresh one");
+        return;
+    }
+    if (self->kstate != ST_READY) {
+        if (self->kstate == ST_FAILED && !self->existing)
+            s_start_kernel(self);
+        if (self->kstate == ST_FAILED) {
+            done(ud, false, self->fail_reason);
+            return;
+        }
+        s_pending_reset_t *p = xcalloc(1, sizeof *p);
+        p->all = all;
+        p->done = done;
+        p->ud = ud;
+        s_pending_reset_t **pp = &self->pending_resets;
+        while (*pp)
+            pp = &(*pp)->next;
+        *pp = p;
+        return;
+    }
+    s_do_reset(self, all, done, ud);
+}
+
+void runtime_status(runtime_t *self, runtime_status_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->language = self->language;
+    out->state = s_state_text(self);
+    out->exec_count = self->exec_count;
+    out->rev = self->rev;
+    out->up_ms = self->kernel ? loop_now_ms() - kernel_started_ms(self->kernel) : 0;
+    out->running = self->current;
+    for (runtime_exec_t *ex = self->execs; ex; ex = ex->next)
+        if (ex->state == RUNTIME_EXEC_QUEUED)
+            out->queued++;
+    out->vars = self->vars;
+    out->pid = self->kernel ? kernel_pid(self->kernel) : 0;
+    out->kernel_name = self->existing ? NULL : self->spec ? self->spec->name : NULL;
+    out->display_name = self->spec ? self->spec->display_name : NULL;
+    out->interpreter = self->interpreter;
+    out->env_note = self->env_note;
+    out->connection_file = self->kernel ? kernel_connection_file(self->kernel) : NULL;
+    out->log_path = self->kernel ? kernel_log_path(self->kernel) : NULL;
+    out->last_death = self->kstate == ST_FAILED ? self->fail_reason : self->last_death;
+    out->restarts = self->restarts;
+    out->heartbeat_ok = self->kernel ? kernel_heartbeat_ok(self->kernel) : false;
+    out->attached = self->existing != NULL;
+    out->boot_ms = self->kernel ? kernel_boot_ms(self->kernel) : 0;
+    if (self->kernel)
+        kernel_stats(self->kernel, &out->wire);
+}
+
+const char *runtime_language(runtime_t *self)
+{
+    return self->language;
+}
+
+/* ------------------------------------------------------------ executions */
+
+void runtime_exec_observe(runtime_exec_t *ex, const runtime_observer_t *obs, void *ud)
+{
+    if (obs) {
+        ex->obs = *obs;
+        ex->obs_ud = ud;
+        ex->has_obs = true;
+    } else {
+        ex->has_obs = false;
+        ex->obs_ud = NULL;
+    }
+}
+
+void runtime_exec_release(runtime_exec_t *ex, bool detach)
+{
+    ex->has_obs = false;
+    ex->claimed = false;
+    ex->detached = detach;
+    s_collect(ex->rt);
+}
+
+int runtime_exec_claim(runtime_exec_t *ex)
+{
+    if (ex->claimed)
+        return -1;
+    ex->claimed = true;
+    ex->detached = false;
+    return 0;
+}
+
+runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex)
+{
+    return ex->state;
+}
+
+runtime_outcome_t runtime_exec_outcome(const runtime_exec_t *ex)
+{
+    return ex->outcome;
+}
+
+output_t *runtime_exec_output(runtime_exec_t *ex)
+{
+    return ex->out;
+}
+
+long runtime_exec_number(const runtime_exec_t *ex)
+{
+    return ex->number;
+}
+
+unsigned long runtime_exec_id(const runtime_exec_t *ex)
+{
+    return ex->id;
+}
+
+int64_t runtime_exec_elapsed_ms(const runtime_exec_t *ex)
+{
+    if (!ex->sent_us)
+        return 0;
+    int64_t end = ex->state == RUNTIME_EXEC_DONE ? ex->done_us : loop_now_us();
+    int64_t waiting = ex->input_total_us;
+    if (ex->state == RUNTIME_EXEC_INPUT)
+        waiting += end - ex->input_since_us;
+    return (end - ex->sent_us - waiting) / 1000;
+}
+
+void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out)
+{
+    out->ename = ex->ename;
+    out->evalue = ex->evalue;
+    out->line = ex->line;
+    out->source = ex->source;
+}
+
+long runtime_exec_vars(const runtime_exec_t *ex)
+{
+    return ex->vars;
+}
+
+const char *runtime_exec_why(const runtime_exec_t *ex)
+{
+    return ex->why;
+}
+
+const char *runtime_exec_prompt(const runtime_exec_t *ex, bool *password)
+{
+    if (password)
+        *password = ex->password;
+    return ex->state == RUNTIME_EXEC_INPUT ? ex->prompt : NULL;
+}
+
+int runtime_exec_answer(runtime_exec_t *ex, const char *value)
+{
+    runtime_t *self = ex->rt;
+    if (ex->state != RUNTIME_EXEC_INPUT || !self->kernel)
+        return -1;
+    buf_t b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"value\":");
+    buf_put_json_str(&b, value, strlen(value));
+    buf_puts(&b, "}");
+    int rc = kernel_send(self->kernel, KCHAN_STDIN, "input_reply", b.data, ex->input_header, NULL);
+    buf_free(&b);
+    if (rc < 0)
+        return -1;
+    ex->input_total_us += loop_now_us() - ex->input_since_us;
+    ex->state = RUNTIME_EXEC_RUNNING;
+    FREE_AND_NULL(ex->prompt);
+    json_object_put(ex->input_header);
+    ex->input_header = NULL;
+    self->rev++;
+    return 0;
+}
+
+size_t runtime_exec_position(const runtime_exec_t *ex)
+{
+    if (ex->state != RUNTIME_EXEC_QUEUED)
+        return 0;
+    size_t n = ex->rt->current ? 1 : 0;
+    for (runtime_exec_t *e = ex->rt->execs; e && e != ex; e = e->next)
+        if (e->state == RUNTIME_EXEC_QUEUED)
+            n++;
+    return n;
+}

@@ -1,0 +1,146 @@
+/* runtime: executions against the session's kernel, one at a time.
+ *
+ * The runtime owns the current kernel (kernel.c) and replaces it when it dies
+ * or is restarted. Runs are queued FIFO and sent to the kernel one at a time,
+ * so each run's output, input requests and result are its own, cancelling
+ * one never aborts another, and a queued run can be dropped without touching
+ * the kernel. Busy/idle comes from the kernel's iopub status and
+ * execute_reply (a run is done when both have arrived), never from timers.
+ *
+ * Knows Jupyter, not MCP: tools observe executions through callbacks. */
+#ifndef RAT_RUNTIME_H
+#define RAT_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kernel_conn.h"
+#include "loop.h"
+#include "output.h"
+
+typedef struct runtime runtime_t;
+typedef struct runtime_exec runtime_exec_t;
+
+typedef struct {
+    const char *kernel_name;   /* kernelspec to launch (ignored with argv/existing) */
+    char *const *argv;         /* explicit kernel argv with {connection_file} */
+    const char *existing;      /* attach to this connection file instead */
+    const char *cwd;           /* kernel working directory */
+    const char *runtime_dir;   /* connection + log files */
+    const char *assets_dir;    /* full-output files */
+    const char *interpreter;   /* informational, for status (may be NULL) */
+    const char *env_note;      /* informational, e.g. why a venv was (not) used */
+    char *const *env_extra;    /* extra "KEY=VALUE" for the kernel */
+    int boot_timeout_ms;
+    bool allow_restart;        /* for attached kernels */
+} runtime_opts_t;
+
+typedef enum {
+    RUNTIME_EXEC_QUEUED,
+    RUNTIME_EXEC_RUNNING,
+    RUNTIME_EXEC_INPUT,        /* waiting for runtime_exec_answer */
+    RUNTIME_EXEC_DONE,
+} runtime_exec_state_t;
+
+typedef enum {
+    RUNTIME_OK,
+    RUNTIME_ERROR,             /* the code raised: see runtime_exec_error */
+    RUNTIME_ABORTED,           /* the kernel aborted it */
+    RUNTIME_FAILED,            /* kernel died / could not start / restarted: see why */
+    RUNTIME_CANCELLED,         /* removed from the queue before it ran */
+} runtime_outcome_t;
+
+typedef struct {
+    const char *ename;         /* e.g. "NameError" */
+    const char *evalue;
+    long line;                 /* line in this run's code, 0 if unknown */
+    const char *source;        /* that line's text, or NULL */
+} runtime_error_t;
+
+typedef struct {
+    /* A cleaned chunk of stdout (stream 0) or stderr (stream 1) arrived. */
+    void (*on_output)(void *ud, runtime_exec_t *ex, int stream, const char *text, size_t len);
+    /* The code called input(): see runtime_exec_prompt. */
+    void (*on_input)(void *ud, runtime_exec_t *ex);
+    /* The execution finished (any outcome). */
+    void (*on_done)(void *ud, runtime_exec_t *ex);
+} runtime_observer_t;
+
+typedef struct {
+    const char *language;      /* "python", "R", ... or the spec's language before ready */
+    const char *state;         /* starting, idle, busy, input, restarting, dead */
+    long exec_count;           /* last execution_count seen */
+    unsigned long rev;         /* runtime events so far */
+    int64_t up_ms;             /* since the current kernel started */
+    runtime_exec_t *running;   /* or NULL */
+    size_t queued;
+    long vars;                 /* -1 unknown */
+    pid_t pid;                 /* 0 when attached */
+    const char *kernel_name, *display_name, *interpreter, *env_note;
+    const char *connection_file, *log_path;
+    const char *last_death;    /* why the previous kernel died, or NULL */
+    unsigned restarts;         /* automatic restarts so far */
+    bool heartbeat_ok, attached;
+    int64_t boot_ms;
+    kconn_stats_t wire;
+} runtime_status_t;
+
+typedef void (runtime_done_fn)(void *ud, bool ok, const char *text);
+
+/* Starts the kernel in the background; returns at once. NULL with err filled
+ * when the configuration is unusable (e.g. no such kernelspec). */
+runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *opts, char *err, size_t errlen);
+/* Stops the kernel (owned ones within grace_ms) and frees everything. */
+void runtime_destroy(runtime_t **self_p, int grace_ms);
+/* SIGCHLD arrived. */
+void runtime_on_sigchld(runtime_t *self);
+
+/* Queues code. The runtime keeps the execution until runtime_exec_release. */
+runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_input);
+/* The running execution (or the one waiting for input), else NULL. */
+runtime_exec_t *runtime_current(runtime_t *self);
+/* Claims the oldest execution whose caller stopped following it before it
+ * finished (ctl wait picks it up); NULL when there is none. */
+runtime_exec_t *runtime_detached(runtime_t *self);
+/* Interrupts the running execution or drops a queued one. Returns 0, or -1
+ * when it is already done or cannot be interrupted. */
+int runtime_cancel(runtime_t *self, runtime_exec_t *ex);
+/* Restarts the kernel; done runs when the new one is ready (or failed). */
+void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud);
+/* Clears the namespace (all: also history and the exec counter). Refused
+ * while something runs. done gets the new variable count in the text. */
+void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud);
+void runtime_status(runtime_t *self, runtime_status_t *out);
+const char *runtime_language(runtime_t *self);
+/* Whether the kernel can be restarted by us. */
+bool runtime_can_restart(const runtime_t *self, const char **why);
+
+/* ---- executions ---- */
+void runtime_exec_observe(runtime_exec_t *ex, const runtime_observer_t *obs, void *ud);
+/* The caller stops following ex. If it is not done it stays available to
+ * runtime_detached (detach = true) or is simply forgotten when done. */
+void runtime_exec_release(runtime_exec_t *ex, bool detach);
+/* Claims a detached execution for a new follower. Returns -1 when another
+ * caller follows it already. */
+int runtime_exec_claim(runtime_exec_t *ex);
+runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex);
+runtime_outcome_t runtime_exec_outcome(const runtime_exec_t *ex);
+output_t *runtime_exec_output(runtime_exec_t *ex);
+/* Kernel execution count (0 until known). */
+long runtime_exec_number(const runtime_exec_t *ex);
+/* rat-py's own sequence number for the run. */
+unsigned long runtime_exec_id(const runtime_exec_t *ex);
+/* Time spent executing (time waiting for input excluded). */
+int64_t runtime_exec_elapsed_ms(const runtime_exec_t *ex);
+void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out);
+long runtime_exec_vars(const runtime_exec_t *ex);
+/* Why it failed / was cancelled (RUNTIME_FAILED, RUNTIME_CANCELLED). */
+const char *runtime_exec_why(const runtime_exec_t *ex);
+const char *runtime_exec_prompt(const runtime_exec_t *ex, bool *password);
+/* Answers the pending input() with value. Returns 0, or -1 if none pending. */
+int runtime_exec_answer(runtime_exec_t *ex, const char *value);
+/* Executions ahead of ex in the queue (0 when running). */
+size_t runtime_exec_position(const runtime_exec_t *ex);
+
+#endif

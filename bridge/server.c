@@ -1,0 +1,213 @@
+/* server: process wiring and shutdown. */
+#define LOG_MODULE "server"
+#include "server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sodium.h>
+#include <zmq.h>
+
+#include "connfile.h"
+#include "fileio.h"
+#include "interp.h"
+#include "jpaths.h"
+#include "kernelspec.h"
+#include "log.h"
+#include "loop.h"
+#include "mcp.h"
+#include "mem.h"
+#include "runtime.h"
+#include "sigs.h"
+#include "tools.h"
+#include "transport_stdio.h"
+
+#define EXIT_GRACE_MS 100   /* kernel SIGTERM grace at exit; the whole exit stays < 300 ms */
+#define FLUSH_MS 50         /* last output to the client at exit */
+
+typedef struct {
+    loop_t *loop;
+    runtime_t *rt;
+} s_app_t;
+
+static void s_on_signal(void *ud, int signo)
+{
+    s_app_t *app = ud;
+    if (signo == SIGCHLD) {
+        if (app->rt)
+            runtime_on_sigchld(app->rt);
+        return;
+    }
+    log_info("signal %d: shutting down", signo);
+    loop_stop(app->loop);
+}
+
+static void s_on_eof(void *ud)
+{
+    s_app_t *app = ud;
+    log_info("stdin closed: shutting down");
+    loop_stop(app->loop);
+}
+
+/* The runtime dir, or a private temporary one when it is not writable. */
+static char *s_runtime_dir(void)
+{
+    char *rt = jpaths_runtime_dir();
+    if (jpaths_ensure_dir(rt) == 0 && access(rt, W_OK | X_OK) == 0)
+        return rt;
+    int e = errno;
+    char tmpl[] = "/tmp/rat-py-runtime-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    log_warn("the Jupyter runtime dir %s is not writable (%s); using %s instead", rt, strerror(e),
+             d ? d : "/tmp");
+    free(rt);
+    return xstrdup(d ? d : "/tmp");
+}
+
+/* Works out how to start the kernel. Fills ro (pointing into the owned
+ * strings returned through the out parameters). Returns 0, or an exit status. */
+static int s_choose_kernel(const config_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it, char ***argv_out,
+                           char **existing_out)
+{
+    char err[2048];
+    if (cfg->existing) {
+        *existing_out = connfile_find(cfg->existing, err, sizeof err);
+        if (!*existing_out) {
+            fprintf(stderr, "rat-py: --existing: %s\n", err);
+            return 2;
+        }
+        ro->existing = *existing_out;
+        return 0;
+    }
+    if (cfg->kernel) {
+        ro->kernel_name = cfg->kernel;
+        return 0;
+    }
+    if (interp_resolve(cwd, cfg->python, cfg->venv, it, err, sizeof err) < 0) {
+        fprintf(stderr, "rat-py: %s\n", err);
+        return 2;
+    }
+    ro->env_note = it->note;
+    char *python = it->python ? xstrdup(it->python) : NULL;
+    if (!python) {
+        kernelspec_t *ks = kernelspec_find("python3", err, sizeof err);
+        if (ks) {
+            kernelspec_destroy(&ks);
+            ro->kernel_name = "python3";
+            return 0;
+        }
+        python = interp_find_python_with_ipykernel();
+        if (!python) {
+            fprintf(stderr, "rat-py: there is no python3 kernelspec and no Python with ipykernel on this machine; "
+                            "install one (Debian: apt install python3-ipykernel; pip: pip install ipykernel)\n");
+            return 1;
+        }
+    }
+    char **argv = xcalloc(6, sizeof *argv);
+    argv[0] = python;
+    argv[1] = xstrdup("-m");
+    argv[2] = xstrdup("ipykernel_launcher");
+    argv[3] = xstrdup("-f");
+    argv[4] = xstrdup("{connection_file}");
+    *argv_out = argv;
+    ro->argv = argv;
+    ro->interpreter = python;
+    return 0;
+}
+
+static void s_free_argv(char **argv)
+{
+    for (size_t i = 0; argv && argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+int server_run_stdio(const config_t *cfg)
+{
+    /* Signals first: every thread created later (libzmq's) inherits the mask. */
+    sigs_t *sigs = sigs_new();
+    if (!sigs) {
+        fprintf(stderr, "rat-py: cannot set up signal handling: %s\n", strerror(errno));
+        return 1;
+    }
+    if (sodium_init() < 0) {
+        fprintf(stderr, "rat-py: libsodium failed to initialize\n");
+        sigs_destroy(&sigs);
+        return 1;
+    }
+    int status = 0;
+    char *cwd = fileio_realpath(cfg->cwd ? cfg->cwd : ".");
+    char *assets = NULL, *rtdir = NULL, *existing = NULL;
+    char **argv = NULL;
+    interp_t it = {0};
+    void *zctx = NULL;
+    loop_t *loop = NULL;
+    mcp_server_t *mcp = NULL;
+    transport_stdio_t *tr = NULL;
+    s_app_t app = {0};
+    if (!cwd || !fileio_is_dir(cwd)) {
+        fprintf(stderr, "rat-py: --cwd %s: not a directory\n", cfg->cwd ? cfg->cwd : ".");
+        status = 2;
+        goto out;
+    }
+    assets = cfg->assets_dir ? (cfg->assets_dir[0] == '/' ? xstrdup(cfg->assets_dir)
+                                                           : xasprintf("%s/%s", cwd, cfg->assets_dir))
+                             : xasprintf("%s/.rat-assets", cwd);
+    rtdir = s_runtime_dir();
+    runtime_opts_t ro = {
+        .cwd = cwd,
+        .runtime_dir = rtdir,
+        .assets_dir = assets,
+        .boot_timeout_ms = cfg->boot_timeout_s * 1000,
+        .allow_restart = cfg->allow_restart,
+    };
+    status = s_choose_kernel(cfg, cwd, &ro, &it, &argv, &existing);
+    if (status)
+        goto out;
+
+    zctx = zmq_ctx_new();
+    zmq_ctx_set(zctx, ZMQ_IO_THREADS, 1);
+    zmq_ctx_set(zctx, ZMQ_BLOCKY, 0); /* zmq_ctx_term must never wait on lingering messages */
+    loop = loop_new();
+    app.loop = loop;
+    sigs_attach(sigs, loop, s_on_signal, &app);
+
+    /* The kernel boots while the client handshakes: start it first. */
+    char err[2048];
+    app.rt = runtime_new(loop, zctx, &ro, err, sizeof err);
+    if (!app.rt) {
+        fprintf(stderr, "rat-py: %s\n", err);
+        status = 1;
+        goto out;
+    }
+    tools_ctx_t ctx = {.loop = loop, .rt = app.rt, .assets_dir = assets, .started_ms = loop_now_ms()};
+    mcp = mcp_server_new("rat-py", RAT_VERSION, tools_instructions());
+    tool_run_register(mcp, &ctx);
+    tool_ctl_register(mcp, &ctx);
+    tr = transport_stdio_new(loop, mcp, STDIN_FILENO, STDOUT_FILENO, s_on_eof, &app);
+    if (loop_run(loop) < 0)
+        status = 1;
+
+    /* Shutdown, bounded: last words to the client, then the kernel. */
+    transport_stdio_flush(tr, FLUSH_MS);
+    transport_stdio_destroy(&tr); /* cancels calls in flight (they release their runs) */
+    runtime_destroy(&app.rt, EXIT_GRACE_MS);
+out:
+    transport_stdio_destroy(&tr);
+    runtime_destroy(&app.rt, EXIT_GRACE_MS);
+    mcp_server_destroy(&mcp);
+    sigs_destroy(&sigs); /* unwatches: before the loop goes */
+    loop_destroy(&loop);
+    if (zctx)
+        zmq_ctx_term(zctx);
+    s_free_argv(argv);
+    interp_free(&it);
+    free(existing);
+    free(rtdir);
+    free(assets);
+    free(cwd);
+    return status;
+}

@@ -1,0 +1,13 @@
+/* server: wires the loop, the runtime, the MCP server and a transport into
+ * the rat-py process, and owns the orderly shutdown (stdin EOF or SIGTERM:
+ * exit within 300 ms, kernel included). */
+#ifndef RAT_SERVER_H
+#define RAT_SERVER_H
+
+#include "config.h"
+
+/* Runs the MCP server over stdio until EOF or a termination signal. Returns
+ * the process exit status. */
+int server_run_stdio(const config_t *cfg);
+
+#endif

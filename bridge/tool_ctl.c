@@ -1,0 +1,251 @@
+/* tool_ctl: the `ctl` tool: reset, cancel, restart, status, wait. */
+#define LOG_MODULE "ctl"
+#include "tools.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "mem.h"
+#include "textfmt.h"
+
+#define CANCEL_POLL_MS 20
+#define CANCEL_GIVE_UP_MS 5000
+
+static const char s_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"op\":{\"type\":\"string\",\"enum\":[\"reset\",\"cancel\",\"restart\",\"status\",\"wait\"],"
+    "\"description\":\"reset: clear variables; cancel: interrupt the running code; restart: fresh interpreter; "
+    "status: kernel state; wait: follow a run that returned before it finished.\"},"
+    "\"scope\":{\"type\":\"string\",\"enum\":[\"namespace\",\"all\"],\"default\":\"namespace\",\"description\":"
+    "\"For reset: namespace (variables) or all (also history, the exec counter and saved outputs).\"}},"
+    "\"required\":[\"op\"],\"additionalProperties\":false}";
+
+typedef struct {
+    tools_ctx_t *ctx;
+    mcp_call_t *call;
+    bool all;
+    unsigned long exec_id;   /* cancel: the run being interrupted */
+    long exec_number;
+    int64_t since_ms;
+    uint64_t timer;
+} s_op_t;
+
+static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call);
+
+static void s_op_cancelled(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+{
+    s_op_t *op = ud;
+    /* The runtime may still call back with this op: keep it, but detached
+     * from the call (op->call = NULL makes the callback a no-op). */
+    op->call = NULL;
+    if (op->timer) {
+        loop_timer_cancel(op->ctx->loop, op->timer);
+        free(op);
+    }
+}
+
+static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
+{
+    s_op_t *op = xcalloc(1, sizeof *op);
+    op->ctx = ctx;
+    op->call = call;
+    mcp_call_on_cancel(call, s_op_cancelled, op);
+    return op;
+}
+
+static void s_op_finish(s_op_t *op, const char *text, bool is_error)
+{
+    if (op->call) {
+        mcp_call_on_cancel(op->call, NULL, NULL);
+        mcp_call_text(op->call, text, is_error);
+    }
+    free(op);
+}
+
+/* Removes the files rat-py wrote into the assets dir (and nothing else). */
+static void s_clear_assets(const char *dir)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "output-", 7) == 0 || strncmp(e->d_name, "asset-", 6) == 0) {
+            char *p = xasprintf("%s/%s", dir, e->d_name);
+            unlink(p);
+            free(p);
+        }
+    }
+    closedir(d);
+}
+
+static void s_reset_done(void *ud, bool ok, const char *text)
+{
+    s_op_t *op = ud;
+    if (!ok) {
+        s_op_finish(op, text, true);
+        return;
+    }
+    if (op->all)
+        s_clear_assets(op->ctx->assets_dir);
+    buf_t b;
+    buf_init(&b, 0);
+    buf_printf(&b, "RESET | %s | ", op->all ? "namespace, history and saved outputs cleared" : "namespace cleared");
+    textfmt_count(&b, strtol(text, NULL, 10), "var", "vars");
+    s_op_finish(op, buf_str(&b), false);
+    buf_free(&b);
+}
+
+static void s_restart_done(void *ud, bool ok, const char *text)
+{
+    s_op_t *op = ud;
+    if (!ok) {
+        char *msg = xasprintf("restart failed: %s", text);
+        s_op_finish(op, msg, true);
+        free(msg);
+        return;
+    }
+    s_op_finish(op, "RESTARTED | interpreter reinitialized | 0 vars", false);
+}
+
+static void s_cancel_poll(loop_t *loop, void *ud)
+{
+    s_op_t *op = ud;
+    op->timer = 0;
+    runtime_exec_t *cur = runtime_current(op->ctx->rt);
+    bool still = cur && runtime_exec_id(cur) == op->exec_id;
+    if (!still) {
+        char text[64];
+        snprintf(text, sizeof text, "CANCELLED exec #%ld", op->exec_number);
+        s_op_finish(op, text, false);
+        return;
+    }
+    op->exec_number = runtime_exec_number(cur);
+    if (loop_now_ms() - op->since_ms > CANCEL_GIVE_UP_MS) {
+        char text[300];
+        snprintf(text, sizeof text,
+                 "exec #%ld did not stop within %d s of the interrupt (code that ignores KeyboardInterrupt, or a "
+                 "long call in C); ctl(op=\"restart\") ends it, losing the variables",
+                 op->exec_number, CANCEL_GIVE_UP_MS / 1000);
+        s_op_finish(op, text, true);
+        return;
+    }
+    op->timer = loop_timer(loop, CANCEL_POLL_MS, s_cancel_poll, op);
+}
+
+static void s_status(tools_ctx_t *ctx, buf_t *b)
+{
+    runtime_status_t st;
+    runtime_status(ctx->rt, &st);
+    buf_printf(b, "%s %s | exec #%ld | rev %lu | up %llds", st.language ? st.language : "kernel", st.state,
+               st.exec_count, st.rev, (long long)(st.up_ms / 1000));
+    if (st.running) {
+        buf_printf(b, " | running exec #%ld %llds", runtime_exec_number(st.running),
+                   (long long)(runtime_exec_elapsed_ms(st.running) / 1000));
+    }
+    if (st.queued)
+        buf_printf(b, " | %zu queued", st.queued);
+    buf_puts(b, "\n\n");
+    if (st.attached)
+        buf_printf(b, "kernel: attached via %s", st.connection_file ? st.connection_file : "?");
+    else
+        buf_printf(b, "kernel: %s", st.kernel_name ? st.kernel_name : "python (ipykernel)");
+    if (st.display_name)
+        buf_printf(b, " (%s)", st.display_name);
+    if (st.pid)
+        buf_printf(b, ", pid %ld", (long)st.pid);
+    if (st.boot_ms)
+        buf_printf(b, ", ready in %lldms", (long long)st.boot_ms);
+    if (st.interpreter)
+        buf_printf(b, "\ninterpreter: %s", st.interpreter);
+    if (st.env_note)
+        buf_printf(b, "\nenvironment: %s", st.env_note);
+    if (st.vars >= 0) {
+        buf_puts(b, "\nvariables: ");
+        buf_printf(b, "%ld", st.vars);
+    }
+    if (!st.heartbeat_ok && st.state && strcmp(st.state, "dead") != 0)
+        buf_puts(b, "\nheartbeat: no reply for 3 s — the kernel process is unresponsive "
+                    "(stopped, or blocked outside Python); ctl cancel or ctl restart");
+    if (st.restarts)
+        buf_printf(b, "\nautomatic restarts: %u", st.restarts);
+    if (st.last_death)
+        buf_printf(b, "\nlast failure: %s", st.last_death);
+    if (st.wire.dropped)
+        buf_printf(b, "\nrejected kernel messages: %lu (bad signature %lu, replayed %lu)", st.wire.dropped,
+                   st.wire.bad_sig, st.wire.replayed);
+    if (st.log_path)
+        buf_printf(b, "\nkernel log: %s", st.log_path);
+}
+
+static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
+{
+    tools_ctx_t *ctx = ud;
+    json_object *v = NULL;
+    const char *op = json_object_object_get_ex(args, "op", &v) ? json_object_get_string(v) : "";
+    const char *scope = json_object_object_get_ex(args, "scope", &v) ? json_object_get_string(v) : "namespace";
+    if (strcmp(op, "status") == 0) {
+        buf_t b;
+        buf_init(&b, 0);
+        s_status(ctx, &b);
+        mcp_call_text(call, buf_str(&b), false);
+        buf_free(&b);
+    } else if (strcmp(op, "reset") == 0) {
+        s_op_t *o = s_op_new(ctx, call);
+        o->all = strcmp(scope, "all") == 0;
+        runtime_reset(ctx->rt, o->all, s_reset_done, o);
+    } else if (strcmp(op, "restart") == 0) {
+        s_op_t *o = s_op_new(ctx, call);
+        runtime_restart(ctx->rt, s_restart_done, o);
+    } else if (strcmp(op, "cancel") == 0) {
+        runtime_exec_t *cur = runtime_current(ctx->rt);
+        if (!cur) {
+            mcp_call_text(call, "No active execution.", false);
+            return;
+        }
+        s_op_t *o = s_op_new(ctx, call);
+        o->exec_id = runtime_exec_id(cur);
+        o->exec_number = runtime_exec_number(cur);
+        o->since_ms = loop_now_ms();
+        if (runtime_cancel(ctx->rt, cur) < 0) {
+            s_op_finish(o, "the running code cannot be interrupted (the kernel is not reachable); "
+                           "ctl(op=\"restart\") ends it", true);
+            return;
+        }
+        o->timer = loop_timer(ctx->loop, CANCEL_POLL_MS, s_cancel_poll, o);
+    } else if (strcmp(op, "wait") == 0) {
+        runtime_exec_t *ex = runtime_detached(ctx->rt);
+        if (!ex) {
+            runtime_exec_t *cur = runtime_current(ctx->rt);
+            mcp_call_text(call, cur ? "Nothing to wait for: the running code is already being followed by another call."
+                                    : "Nothing to wait for: no run is in progress.", false);
+            return;
+        }
+        tool_run_follow(ctx, call, ex, TOOLS_DEFAULT_WAIT_S);
+    } else {
+        char *msg = xasprintf("ctl: unknown op '%s'; valid ops: reset, cancel, restart, status, wait", op);
+        mcp_call_text(call, msg, true);
+        free(msg);
+    }
+}
+
+void tool_ctl_register(mcp_server_t *srv, tools_ctx_t *ctx)
+{
+    mcp_tool_t t = {
+        .name = "ctl",
+        .title = "Control the kernel",
+        .description = "Control the kernel session: reset clears variables, cancel interrupts running code "
+                       "(variables survive), restart starts a fresh interpreter, status reports the kernel's "
+                       "state, wait follows a run that returned before it finished.",
+        .input_schema = s_schema,
+        .fn = s_ctl,
+        .ud = ctx,
+        .destructive = true,
+    };
+    mcp_server_add_tool(srv, &t);
+}

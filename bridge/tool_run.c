@@ -1,0 +1,400 @@
+/* tool_run: the `run` tool: execute code, stream its output, answer input(). */
+#define LOG_MODULE "run"
+#include "tools.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+#include "mem.h"
+#include "output.h"
+#include "textfmt.h"
+
+#define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
+#define NOTIFY_MAX (64u << 10)     /* bytes of one batch; the rest is summarized */
+#define KEEPALIVE_MS 5000          /* progress while silent, for resetTimeoutOnProgress */
+
+static const char s_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"code\":{\"type\":\"string\",\"description\":\"Code to execute in the persistent kernel.\"},"
+    "\"input\":{\"type\":\"string\",\"description\":\"Answer to a pending input() prompt (leave code out).\"},"
+    "\"allow_input\":{\"type\":\"boolean\",\"default\":true,\"description\":"
+    "\"Let the code call input(); when false, input() raises.\"},"
+    "\"wait\":{\"type\":\"number\",\"default\":25,\"minimum\":0,\"maximum\":3600,\"description\":"
+    "\"Seconds to wait before returning with the output so far while the code keeps running.\"}},"
+    "\"required\":[\"code\"],\"additionalProperties\":false}";
+
+typedef struct {
+    tools_ctx_t *ctx;
+    mcp_call_t *call;
+    runtime_exec_t *ex;
+    double wait_s;
+    uint64_t wait_timer, flush_timer, keepalive_timer;
+    buf_t pending[2];              /* coalesced stdout / stderr text */
+    size_t skipped[2];             /* bytes not sent because a batch was full */
+    double progress;
+    long elicit;                   /* pending elicitation request handle, 0 if none */
+    bool elicit_refused;           /* the client declined: fall back to text */
+} s_follow_t;
+
+static void s_follow_free(s_follow_t *f)
+{
+    loop_timer_cancel(f->ctx->loop, f->wait_timer);
+    loop_timer_cancel(f->ctx->loop, f->flush_timer);
+    loop_timer_cancel(f->ctx->loop, f->keepalive_timer);
+    buf_free(&f->pending[0]);
+    buf_free(&f->pending[1]);
+    free(f);
+}
+
+static void s_flush(s_follow_t *f)
+{
+    static const char *loggers[2] = {"stdout", "stderr"};
+    static const mcp_log_level_t levels[2] = {MCP_LOG_INFO, MCP_LOG_WARNING};
+    bool sent = false;
+    for (int s = 0; s < 2; s++) {
+        if (!f->pending[s].len && !f->skipped[s])
+            continue;
+        if (f->skipped[s])
+            buf_printf(&f->pending[s], "\n… [%zu bytes not streamed; the result keeps the output] …\n", f->skipped[s]);
+        mcp_call_log(f->call, levels[s], loggers[s], f->pending[s].data, f->pending[s].len);
+        buf_reset(&f->pending[s]);
+        f->skipped[s] = 0;
+        sent = true;
+    }
+    if (sent && mcp_call_wants_progress(f->call)) {
+        f->progress += 1;
+        mcp_call_progress(f->call, f->progress, -1, NULL);
+    }
+}
+
+static void s_flush_timer(loop_t *loop, void *ud)
+{
+    s_follow_t *f = ud;
+    f->flush_timer = 0;
+    if (f->pending[0].len || f->pending[1].len || f->skipped[0] || f->skipped[1]) {
+        s_flush(f);
+        f->flush_timer = loop_timer(loop, FLUSH_MS, s_flush_timer, f);
+    }
+}
+
+static void s_on_output(void *ud, runtime_exec_t *ex, int stream, const char *text, size_t len)
+{
+    s_follow_t *f = ud;
+    stream = stream ? 1 : 0;
+    size_t room = NOTIFY_MAX > f->pending[stream].len ? NOTIFY_MAX - f->pending[stream].len : 0;
+    if (len > room) {
+        buf_append(&f->pending[stream], text, room);
+        f->skipped[stream] += len - room;
+    } else {
+        buf_append(&f->pending[stream], text, len);
+    }
+    if (!f->flush_timer) {
+        /* First output after a quiet spell goes out at once; what follows
+         * within FLUSH_MS is batched. */
+        s_flush(f);
+        f->flush_timer = loop_timer(f->ctx->loop, FLUSH_MS, s_flush_timer, f);
+    }
+}
+
+static void s_keepalive(loop_t *loop, void *ud)
+{
+    s_follow_t *f = ud;
+    f->keepalive_timer = loop_timer(loop, KEEPALIVE_MS, s_keepalive, f);
+    f->progress += 1;
+    char msg[64];
+    snprintf(msg, sizeof msg, "running %llds", (long long)(runtime_exec_elapsed_ms(f->ex) / 1000));
+    mcp_call_progress(f->call, f->progress, -1, msg);
+}
+
+/* Appends the error / failure part of a finished run. */
+static void s_render_problem(runtime_exec_t *ex, buf_t *b)
+{
+    runtime_outcome_t oc = runtime_exec_outcome(ex);
+    if (oc == RUNTIME_ERROR) {
+        runtime_error_t e;
+        runtime_exec_error(ex, &e);
+        if (b->len)
+            buf_putc(b, '\n');
+        buf_puts(b, e.ename ? e.ename : "Error");
+        if (e.evalue && *e.evalue)
+            buf_printf(b, ": %s", e.evalue);
+        if (e.line > 0 && e.source)
+            buf_printf(b, "\n  line %ld: %s", e.line, e.source);
+    } else if (oc == RUNTIME_ABORTED) {
+        if (b->len)
+            buf_putc(b, '\n');
+        buf_puts(b, "aborted: the kernel did not run this code (an earlier error stopped the queue)");
+    } else if (oc == RUNTIME_FAILED || oc == RUNTIME_CANCELLED) {
+        if (b->len)
+            buf_putc(b, '\n');
+        buf_puts(b, runtime_exec_why(ex) ? runtime_exec_why(ex) : "failed");
+    }
+}
+
+static void s_render_done(runtime_exec_t *ex, buf_t *b)
+{
+    output_render(runtime_exec_output(ex), b);
+    s_render_problem(ex, b);
+    if (b->len)
+        buf_puts(b, "\n\n");
+    bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
+    textfmt_footer(b, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), 0);
+}
+
+static void s_end(s_follow_t *f, const char *text, bool is_error, bool detach)
+{
+    runtime_exec_t *ex = f->ex;
+    runtime_exec_observe(ex, NULL, NULL);
+    mcp_call_on_cancel(f->call, NULL, NULL);
+    mcp_call_text(f->call, text, is_error);
+    runtime_exec_release(ex, detach);
+    s_follow_free(f);
+}
+
+static void s_on_done(void *ud, runtime_exec_t *ex)
+{
+    s_follow_t *f = ud;
+    s_flush(f);
+    buf_t b;
+    buf_init(&b, 0);
+    s_render_done(ex, &b);
+    s_end(f, buf_str(&b), runtime_exec_outcome(ex) != RUNTIME_OK, false);
+    buf_free(&b);
+}
+
+static void s_input_text(s_follow_t *f, buf_t *b)
+{
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(f->ex, &password);
+    output_render(runtime_exec_output(f->ex), b);
+    output_reset(runtime_exec_output(f->ex));
+    if (b->len)
+        buf_puts(b, "\n\n");
+    buf_printf(b, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
+    buf_put_json_str(b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
+    buf_printf(b, "\n⏳ exec #%ld waits: answer with run(input=\"...\") or stop it with ctl(op=\"cancel\")",
+               runtime_exec_number(f->ex));
+}
+
+static void s_end_with_input(s_follow_t *f)
+{
+    s_flush(f);
+    buf_t b;
+    buf_init(&b, 0);
+    s_input_text(f, &b);
+    s_end(f, buf_str(&b), false, true);
+    buf_free(&b);
+}
+
+static void s_on_elicit(void *ud, json_object *result, json_object *error)
+{
+    s_follow_t *f = ud;
+    f->elicit = 0;
+    if (!result && !error)
+        return; /* abandoned: the call ended */
+    json_object *action = NULL, *content = NULL, *value = NULL;
+    if (result && json_object_object_get_ex(result, "action", &action) &&
+        strcmp(json_object_get_string(action), "accept") == 0 &&
+        json_object_object_get_ex(result, "content", &content) &&
+        json_object_object_get_ex(content, "value", &value)) {
+        const char *v = json_object_get_string(value);
+        if (runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT && runtime_exec_answer(f->ex, v ? v : "") == 0)
+            return; /* keep following the same call */
+    }
+    /* Declined, cancelled or failed: answer the usual way. */
+    f->elicit_refused = true;
+    if (runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT)
+        s_end_with_input(f);
+}
+
+static void s_on_input(void *ud, runtime_exec_t *ex)
+{
+    s_follow_t *f = ud;
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(ex, &password);
+    mcp_session_t *s = mcp_call_session(f->call);
+    /* Form elicitation must not collect secrets (MCP spec), so password
+     * prompts always take the run(input=...) route. */
+    if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation")) {
+        s_flush(f);
+        json_object *params = json_object_new_object();
+        char *msg = xasprintf("The running code asks for input: %s", prompt && *prompt ? prompt : "(no prompt)");
+        json_object_object_add(params, "message", json_object_new_string(msg));
+        free(msg);
+        json_object *schema = json_tokener_parse("{\"type\":\"object\",\"properties\":{\"value\":{\"type\":\"string\","
+                                                 "\"title\":\"Input\"}},\"required\":[\"value\"]}");
+        json_object *props = NULL, *value = NULL;
+        json_object_object_get_ex(schema, "properties", &props);
+        json_object_object_get_ex(props, "value", &value);
+        json_object_object_add(value, "description", json_object_new_string(prompt ? prompt : ""));
+        json_object_object_add(params, "requestedSchema", schema);
+        f->elicit = mcp_call_request(f->call, "elicitation/create", params, s_on_elicit, f);
+        return;
+    }
+    s_end_with_input(f);
+}
+
+static void s_on_wait(loop_t *loop, void *ud)
+{
+    s_follow_t *f = ud;
+    f->wait_timer = 0;
+    s_flush(f);
+    runtime_exec_t *ex = f->ex;
+    buf_t b;
+    buf_init(&b, 0);
+    output_render(runtime_exec_output(ex), &b);
+    output_reset(runtime_exec_output(ex));
+    if (b.len)
+        buf_puts(&b, "\n\n");
+    if (runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED) {
+        buf_printf(&b, "⏳ queued (%zu ahead) | not started yet\n", runtime_exec_position(ex));
+        buf_puts(&b, "↳ it runs when the kernel is free: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") drops it");
+    } else {
+        buf_printf(&b, "⏳ running %.1fs | exec #%ld\n", (double)runtime_exec_elapsed_ms(ex) / 1000.0,
+                   runtime_exec_number(ex));
+        buf_puts(&b, "↳ still running: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") stops it");
+    }
+    s_end(f, buf_str(&b), false, true);
+    buf_free(&b);
+}
+
+static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+{
+    s_follow_t *f = ud;
+    runtime_exec_t *ex = f->ex;
+    runtime_exec_observe(ex, NULL, NULL);
+    if (f->elicit)
+        mcp_call_abandon_request(call, f->elicit);
+    if (reason == MCP_CANCEL_CLIENT) {
+        /* The client gave up on this run: stop it (interrupt, or drop it from
+         * the queue). No response is sent. */
+        runtime_cancel(f->ctx->rt, ex);
+        runtime_exec_release(ex, false);
+    } else {
+        /* Nobody is listening any more; the run goes on and ctl wait can
+         * collect its output later. */
+        runtime_exec_release(ex, true);
+    }
+    s_follow_free(f);
+}
+
+static const runtime_observer_t s_observer = {
+    .on_output = s_on_output,
+    .on_input = s_on_input,
+    .on_done = s_on_done,
+};
+
+void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, double wait_s)
+{
+    s_follow_t *f = xcalloc(1, sizeof *f);
+    f->ctx = ctx;
+    f->call = call;
+    f->ex = ex;
+    f->wait_s = wait_s;
+    buf_init(&f->pending[0], 0);
+    buf_init(&f->pending[1], 0);
+    mcp_call_on_cancel(call, s_on_cancel, f);
+    if (runtime_exec_state(ex) == RUNTIME_EXEC_DONE) {
+        s_on_done(f, ex);
+        return;
+    }
+    if (runtime_exec_state(ex) == RUNTIME_EXEC_INPUT) {
+        runtime_exec_observe(ex, &s_observer, f);
+        s_on_input(f, ex);
+        return;
+    }
+    runtime_exec_observe(ex, &s_observer, f);
+    f->wait_timer = loop_timer(ctx->loop, (int64_t)(wait_s * 1000.0), s_on_wait, f);
+    if (mcp_call_wants_progress(call))
+        f->keepalive_timer = loop_timer(ctx->loop, KEEPALIVE_MS, s_keepalive, f);
+}
+
+static void s_run(mcp_call_t *call, json_object *args, void *ud)
+{
+    tools_ctx_t *ctx = ud;
+    json_object *v = NULL;
+    const char *code = json_object_object_get_ex(args, "code", &v) ? json_object_get_string(v) : NULL;
+    const char *input = json_object_object_get_ex(args, "input", &v) ? json_object_get_string(v) : NULL;
+    bool allow_input = !json_object_object_get_ex(args, "allow_input", &v) || json_object_get_boolean(v);
+    double wait_s = json_object_object_get_ex(args, "wait", &v) ? json_object_get_double(v) : TOOLS_DEFAULT_WAIT_S;
+    if (!isfinite(wait_s) || wait_s < 0)
+        wait_s = TOOLS_DEFAULT_WAIT_S;
+    bool has_code = code && code[strspn(code, " \t\r\n")] != '\0';
+    runtime_exec_t *cur = runtime_current(ctx->rt);
+    bool waiting = cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT;
+    if (input && has_code) {
+        mcp_call_text(call, "run: give either code (to execute) or input (to answer a pending input()), not both", true);
+        return;
+    }
+    if (input) {
+        if (!waiting) {
+            mcp_call_text(call, "run: no input() is waiting for an answer. Run code first; when it calls input(), "
+                                "the result says INPUT REQUESTED.", true);
+            return;
+        }
+        if (runtime_exec_answer(cur, input) < 0) {
+            mcp_call_text(call, "run: the kernel could not be reached to deliver the input", true);
+            return;
+        }
+        if (runtime_exec_claim(cur) < 0) {
+            mcp_call_text(call, "✓ input sent (another call is following this run)", false);
+            return;
+        }
+        runtime_exec_t *ex = cur;
+        tool_run_follow(ctx, call, ex, wait_s);
+        return;
+    }
+    if (!has_code) {
+        mcp_call_text(call, "run: code is empty. Pass the code to execute, or input to answer a pending input().", true);
+        return;
+    }
+    if (strlen(code) > TOOLS_MAX_CODE) {
+        mcp_call_text(call, "run: code is larger than 4 MiB; write it to a file and run that file instead", true);
+        return;
+    }
+    if (waiting) {
+        bool password = false;
+        const char *prompt = runtime_exec_prompt(cur, &password);
+        buf_t b;
+        buf_init(&b, 0);
+        buf_printf(&b, "INPUT PENDING: exec #%ld is waiting for input ", runtime_exec_number(cur));
+        buf_put_json_str(&b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
+        buf_puts(&b, ". Answer it with run(input=\"...\") or stop it with ctl(op=\"cancel\"), then run new code.");
+        mcp_call_text(call, buf_str(&b), true);
+        buf_free(&b);
+        return;
+    }
+    runtime_exec_t *ex = runtime_execute(ctx->rt, code, allow_input);
+    tool_run_follow(ctx, call, ex, wait_s);
+}
+
+const char *tools_instructions(void)
+{
+    return "A live, persistent Jupyter kernel (Python by default); state survives between calls.\n"
+           "- run(code): execute code; the result is the output, then a footer like `✓ 3ms | 2 vars` "
+           "(✗ on error). If it says INPUT REQUESTED, answer with run(input=\"...\"). Long runs return "
+           "after `wait` seconds with `⏳ running`: follow with ctl(op=\"wait\") or stop with ctl(op=\"cancel\").\n"
+           "- ctl(op): reset (clear variables), cancel (interrupt), restart (fresh interpreter), "
+           "status, wait.";
+}
+
+void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx)
+{
+    mcp_tool_t t = {
+        .name = "run",
+        .title = "Run code",
+        .description = "Execute code in the persistent kernel and return its output (stdout, stderr, the value "
+                       "of the last expression, errors) with a status footer. Also answers a pending input() "
+                       "prompt when called with `input` instead of `code`.",
+        .input_schema = s_schema,
+        .fn = s_run,
+        .ud = ctx,
+        .destructive = true,
+        .lenient_required = true,
+    };
+    mcp_server_add_tool(srv, &t);
+}

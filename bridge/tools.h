@@ -1,0 +1,35 @@
+/* tools: rat-py's MCP tools (run, ctl; look) over the runtime.
+ *
+ * The only modules that know both MCP (mcp.h) and Jupyter (runtime.h). Each
+ * tool family lives in its own file; this header is what they share. */
+#ifndef RAT_TOOLS_H
+#define RAT_TOOLS_H
+
+#include <stdint.h>
+
+#include "loop.h"
+#include "mcp.h"
+#include "runtime.h"
+
+#define TOOLS_DEFAULT_WAIT_S 25.0   /* below mcp2cli's 30 s client timeout */
+#define TOOLS_MAX_CODE (4u << 20)   /* bytes of code in one run */
+
+typedef struct {
+    loop_t *loop;              /* borrowed */
+    runtime_t *rt;             /* borrowed */
+    const char *assets_dir;    /* borrowed */
+    int64_t started_ms;
+} tools_ctx_t;
+
+void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx);
+void tool_ctl_register(mcp_server_t *srv, tools_ctx_t *ctx);
+
+/* Follows ex on behalf of call until it finishes, asks for input, or wait_s
+ * elapses, then finishes call with the standard run text. Used by run and
+ * by ctl wait. The caller must have claimed ex. */
+void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, double wait_s);
+
+/* The instructions string sent at initialize. */
+const char *tools_instructions(void);
+
+#endif

@@ -1,0 +1,80 @@
+/* wire: the Jupyter message format: signing, verification, decoding and the
+ * pieces of an outgoing message.
+ *
+ * Works on plain byte ranges, not on ZMQ frames, so the decoder can be tested
+ * and fuzzed alone and reused by non-ZMQ kernel connections. The order on
+ * receipt is jupyter_client's: find the delimiter, check the signature length,
+ * HMAC-SHA256 over the four raw JSON frames, constant-time compare, reject
+ * replays, and only then parse JSON. */
+#ifndef RAT_WIRE_H
+#define RAT_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "buf.h"
+
+#define WIRE_DELIM "<IDS|MSG>"
+#define WIRE_SIG_HEX 64        /* hex digits of an HMAC-SHA256 signature */
+#define WIRE_ID_LEN 32         /* our msg ids: 32 lowercase hex digits */
+#define WIRE_MAX_FRAME (64u << 20) /* one JSON frame larger than this is rejected */
+#define WIRE_PROTOCOL_VERSION "5.3"
+
+/* HMAC key as given in the connection file, used as its UTF-8 bytes. */
+typedef struct {
+    unsigned char *key;  /* owned, wiped on free */
+    size_t len;          /* 0: signing disabled (empty key) */
+} wire_auth_t;
+
+void wire_auth_init(wire_auth_t *a, const char *key, size_t len);
+void wire_auth_free(wire_auth_t *a);
+/* Lowercase hex HMAC-SHA256 of the four parts, NUL-terminated into out. With
+ * an empty key, out is the empty string. */
+void wire_sign(const wire_auth_t *a, const void *const parts[4], const size_t lens[4], char out[WIRE_SIG_HEX + 1]);
+
+/* Remembers recent signatures to refuse replayed messages. Bounded: keeps at
+ * least the last WIRE_REPLAY_WINDOW signatures and at most twice that. */
+#define WIRE_REPLAY_WINDOW 32768
+typedef struct wire_replay wire_replay_t;
+wire_replay_t *wire_replay_new(void);
+void wire_replay_destroy(wire_replay_t **self_p);
+/* Returns true if sig was seen recently; otherwise records it, returns false. */
+bool wire_replay_seen(wire_replay_t *self, const char *sig_hex);
+
+/* A received message. All fields owned by the struct (wire_msg_free). */
+typedef struct {
+    json_object *header, *parent, *metadata, *content;
+    const char *msg_type;   /* borrowed from header; "" when absent */
+    const char *msg_id;     /* borrowed from header; "" when absent */
+    const char *parent_id;  /* borrowed from parent; NULL when absent */
+    const char *topic;      /* borrowed frame text before the delimiter, or NULL (iopub) */
+} wire_msg_t;
+
+typedef enum {
+    WIRE_OK = 0,
+    WIRE_ERR_FRAMES,     /* no delimiter, or too few frames */
+    WIRE_ERR_UNSIGNED,   /* empty signature while signing is on */
+    WIRE_ERR_SIGNATURE,  /* wrong length or mismatch */
+    WIRE_ERR_REPLAY,     /* signature seen before */
+    WIRE_ERR_JSON,       /* a frame is not a JSON object */
+    WIRE_ERR_SIZE,       /* a frame exceeds WIRE_MAX_FRAME */
+} wire_err_t;
+
+const char *wire_strerror(wire_err_t err);
+
+/* Decodes frames[0..n) (each a byte range). replay may be NULL. On success
+ * fills *out; on failure *out is zeroed. */
+wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const void *const frames[],
+                       const size_t lens[], size_t n, wire_msg_t *out);
+void wire_msg_free(wire_msg_t *m);
+
+/* Fresh random message id (32 hex digits). */
+void wire_new_id(char out[WIRE_ID_LEN + 1]);
+/* Appends a header object as JSON text. */
+void wire_put_header(buf_t *b, const char *msg_id, const char *session, const char *msg_type);
+/* Convenience: the string member `key` of obj, or NULL. */
+const char *wire_get_str(json_object *obj, const char *key);
+
+#endif
