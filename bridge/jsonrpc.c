@@ -27,8 +27,13 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
     json_object *root = NULL;
     if (len <= (size_t)0x7fffffff)
         root = json_tokener_parse_ex(tok, data, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t consumed = (size_t)json_tokener_get_parse_end(tok);
+    /* A bare number ("42") is complete only once something follows it. */
+    if (!root && json_tokener_get_error(tok) == json_tokener_continue) {
+        root = json_tokener_parse_ex(tok, " ", 1);
+        consumed = len;
+    }
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
     json_tokener_free(tok);
     if (!root || jerr != json_tokener_success) {
         json_object_put(root);

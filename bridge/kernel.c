@@ -36,7 +36,7 @@ struct kernel {
     char *log_path;               /* owned */
     bool interrupt_message;
     char info_id[WIRE_ID_LEN + 1];/* last kernel_info_request */
-    bool got_reply, got_iopub;
+    bool got_reply, got_iopub, chans_up;
     json_object *info;            /* kernel_info_reply content, owned */
     uint64_t nudge_timer, boot_timer, event_timer, trim_timer;
     int64_t started_ms, ready_ms;
@@ -175,7 +175,7 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
                 self->nudge_timer = loop_timer(self->loop, IOPUB_PROOF_MS, s_nudge, self);
             }
         }
-        if (self->got_reply && self->got_iopub) {
+        if (self->got_reply && self->got_iopub && self->chans_up) {
             s_become_ready(self);
             /* The reply and status of the handshake are ours, not the owner's. */
             return;
@@ -192,6 +192,12 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
 static void s_on_conn_event(void *ud, kconn_event_t ev)
 {
     kernel_t *self = ud;
+    if (ev == KCONN_UP) {
+        self->chans_up = true;
+        if (self->state == KERNEL_STARTING && self->got_reply && self->got_iopub)
+            s_become_ready(self);
+        return;
+    }
     bool ok = ev == KCONN_HB_OK;
     if (ok == self->hb_ok)
         return;
@@ -298,7 +304,7 @@ static void s_free_list(char **list)
 
 static void s_connect(kernel_t *self)
 {
-    self->got_reply = self->got_iopub = false;
+    self->got_reply = self->got_iopub = self->chans_up = false;
     s_send_info(self);
     loop_timer_cancel(self->loop, self->nudge_timer);
     self->nudge_timer = loop_timer(self->loop, NUDGE_INTERVAL_MS, s_nudge, self);

@@ -17,6 +17,7 @@ typedef enum { KCHAN_SHELL, KCHAN_CONTROL, KCHAN_STDIN, KCHAN_IOPUB, KCHAN_COUNT
 typedef enum {
     KCONN_HB_LOST,   /* no heartbeat reply within the tolerance */
     KCONN_HB_OK,     /* heartbeat replies again */
+    KCONN_UP,        /* shell, control and stdin are all connected to the kernel */
 } kconn_event_t;
 
 typedef struct {

@@ -22,6 +22,9 @@ typedef struct {
     kchan_t ch;
     void *sock;
     int watch;
+    void *mon;        /* PAIR receiving this socket's monitor events, or NULL */
+    int mon_watch;
+    bool up;          /* ZMTP handshake done: the kernel can route to us */
 } s_chan_t;
 
 struct s_zconn {
@@ -38,7 +41,8 @@ struct s_zconn {
     char session[WIRE_ID_LEN + 1]; /* our session id, also the DEALER routing id */
     wire_auth_t auth;
     wire_replay_t *replay;
-    buf_t scratch;                 /* reused for outgoing header/parent text */
+    wire_out_t out;                /* reused for every outgoing message */
+    bool all_up;                   /* KCONN_UP was reported */
     kconn_stats_t stats;
 };
 
@@ -98,6 +102,8 @@ static void s_recv_all(s_zconn_t *self, s_chan_t *c)
                 log_warn("%s: dropped a message: %s", kernel_conn_channel_name(c->ch), wire_strerror(e));
             } else {
                 self->stats.received++;
+                log_debug("recv %s %s parent=%.8s", kernel_conn_channel_name(c->ch), m.msg_type,
+                          m.parent_id ? m.parent_id : "-");
                 self->base.on_msg(self->base.ud, c->ch, &m);
                 wire_msg_free(&m);
             }
@@ -115,37 +121,69 @@ static void s_on_readable(loop_t *loop, void *ud, int revents)
     s_recv_all(c->conn, c);
 }
 
+/* A kernel's ROUTER silently drops messages for a peer whose handshake has
+ * not finished, so an input_request sent to a stdin DEALER that is still
+ * (re)connecting is lost and the kernel waits forever. The monitor tells us
+ * when each DEALER's handshake is done; the kernel is not ready before. */
+static void s_on_monitor(loop_t *loop, void *ud, int revents)
+{
+    s_chan_t *c = ud;
+    s_zconn_t *self = c->conn;
+    for (;;) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            break;
+        }
+        uint16_t id = 0;
+        if (zmq_msg_size(&ev) >= 2)
+            memcpy(&id, zmq_msg_data(&ev), sizeof id);
+        bool more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        if (more) {
+            zmq_msg_init(&addr);
+            zmq_msg_recv(&addr, c->mon, 0);
+            zmq_msg_close(&addr);
+        }
+        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+            c->up = true;
+        else if (id == ZMQ_EVENT_DISCONNECTED)
+            c->up = false;
+    }
+    bool all = self->chans[KCHAN_SHELL].up && self->chans[KCHAN_CONTROL].up && self->chans[KCHAN_STDIN].up;
+    if (all && !self->all_up) {
+        self->all_up = true;
+        if (self->base.on_event)
+            self->base.on_event(self->base.ud, KCONN_UP);
+    }
+    if (!all)
+        self->all_up = false;
+}
+
 static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const char *content, json_object *parent,
                   char id_out[WIRE_ID_LEN + 1])
 {
     s_zconn_t *self = (s_zconn_t *)base;
     if (ch >= KCHAN_COUNT || ch == KCHAN_IOPUB)
         return -1;
-    char id[WIRE_ID_LEN + 1];
-    wire_new_id(id);
-    buf_reset(&self->scratch);
-    wire_put_header(&self->scratch, id, self->session, msg_type);
-    size_t hlen = self->scratch.len;
-    const char *ptext = parent ? json_object_to_json_string_ext(parent, JSON_C_TO_STRING_PLAIN) : "{}";
-    buf_puts(&self->scratch, ptext);
-    const char *c = content ? content : "{}";
-    const void *parts[4] = {self->scratch.data, self->scratch.data + hlen, "{}", c};
-    size_t lens[4] = {hlen, self->scratch.len - hlen, 2, strlen(c)};
-    char sig[WIRE_SIG_HEX + 1];
-    wire_sign(&self->auth, parts, lens, sig);
+    const char *ptext = parent ? json_object_to_json_string_ext(parent, JSON_C_TO_STRING_PLAIN) : NULL;
+    wire_encode(&self->out, &self->auth, self->session, msg_type, ptext, content);
+    const char *id = self->out.msg_id;
     void *s = self->chans[ch].sock;
     int rc = 0;
     rc |= zmq_send(s, WIRE_DELIM, sizeof WIRE_DELIM - 1, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
-    rc |= zmq_send(s, sig, strlen(sig), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
+    rc |= zmq_send(s, self->out.sig, strlen(self->out.sig), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
     for (int i = 0; i < 4 && !rc; i++)
-        rc |= zmq_send(s, parts[i], lens[i], (i < 3 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0;
+        rc |= zmq_send(s, wire_out_part(&self->out, i), self->out.len[i], (i < 3 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0;
     if (rc) {
         log_warn("%s: cannot send %s: %s", kernel_conn_channel_name(ch), msg_type, zmq_strerror(errno));
         return -1;
     }
     self->stats.sent++;
+    log_debug("sent %s %s id=%.8s", kernel_conn_channel_name(ch), msg_type, id);
     if (id_out)
-        memcpy(id_out, id, sizeof id);
+        memcpy(id_out, id, WIRE_ID_LEN + 1);
     return 0;
 }
 
@@ -212,16 +250,22 @@ static void s_destroy(kernel_conn_t *base)
     s_zconn_t *self = (s_zconn_t *)base;
     loop_timer_cancel(self->loop, self->hb_timer);
     for (int i = 0; i < KCHAN_COUNT; i++) {
-        loop_unwatch(self->loop, self->chans[i].watch);
-        if (self->chans[i].sock)
-            zmq_close(self->chans[i].sock);
+        s_chan_t *c = &self->chans[i];
+        loop_unwatch(self->loop, c->watch);
+        loop_unwatch(self->loop, c->mon_watch);
+        if (c->sock) {
+            zmq_socket_monitor(c->sock, NULL, 0);
+            zmq_close(c->sock);
+        }
+        if (c->mon)
+            zmq_close(c->mon);
     }
     loop_unwatch(self->loop, self->hb_watch);
     if (self->hb)
         zmq_close(self->hb);
     wire_auth_free(&self->auth);
     wire_replay_destroy(&self->replay);
-    buf_free(&self->scratch);
+    wire_out_free(&self->out);
     free(self);
 }
 
@@ -240,9 +284,13 @@ static void *s_socket(void *zctx, int type, const connfile_t *ci, int which, con
         snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
         return NULL;
     }
-    int zero = 0, hwm = 10000;
+    int zero = 0, hwm = 10000, ivl = 10, ivl_max = 500;
     int64_t maxmsg = 256LL << 20;
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    /* The kernel binds while we are already connecting: retry every 10 ms
+     * (libzmq's default is 100 ms, which would add to every cold start). */
+    zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
     if (identity)
@@ -278,7 +326,7 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, ke
     wire_new_id(self->session);
     wire_auth_init(&self->auth, ci->key, strlen(ci->key));
     self->replay = wire_replay_new();
-    buf_init(&self->scratch, 0);
+    wire_out_init(&self->out);
     static const int types[KCHAN_COUNT] = {ZMQ_DEALER, ZMQ_DEALER, ZMQ_DEALER, ZMQ_SUB};
     static const int ports[KCHAN_COUNT] = {CONN_SHELL, CONN_CONTROL, CONN_STDIN, CONN_IOPUB};
     /* iopub first: its subscription takes a moment to reach the kernel. */
@@ -294,6 +342,19 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, ke
             return NULL;
         }
         c->watch = loop_watch_zsock(loop, c->sock, ZMQ_POLLIN, s_on_readable, c);
+        if (types[i] == ZMQ_DEALER) {
+            char addr[96];
+            snprintf(addr, sizeof addr, "inproc://rat-monitor-%p-%d", (void *)self, (int)i);
+            c->mon = zmq_socket(zctx, ZMQ_PAIR);
+            if (!c->mon || zmq_socket_monitor(c->sock, addr, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) < 0 ||
+                zmq_connect(c->mon, addr) < 0) {
+                snprintf(err, errlen, "cannot monitor the %s socket: %s", kernel_conn_channel_name(i),
+                         zmq_strerror(errno));
+                s_destroy(&self->base);
+                return NULL;
+            }
+            c->mon_watch = loop_watch_zsock(loop, c->mon, ZMQ_POLLIN, s_on_monitor, c);
+        }
     }
     self->hb = s_socket(zctx, ZMQ_REQ, ci, CONN_HB, NULL, err, errlen);
     if (!self->hb) {

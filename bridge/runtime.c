@@ -18,6 +18,10 @@
 #define DEATH_WINDOW_MS 60000      /* automatic restarts stop after ... */
 #define DEATH_LIMIT 5              /* ... this many deaths within the window */
 #define MAX_DETACHED 8             /* finished runs kept for ctl wait */
+/* input_request comes on stdin, output on iopub: two sockets, no order
+ * between them. ipykernel flushes stdout before asking, so output printed
+ * before input() is on its way; give it this long to land first. */
+#define INPUT_SETTLE_MS 50
 
 typedef enum { ST_STARTING, ST_READY, ST_FAILED } s_kstate_t;
 
@@ -46,6 +50,7 @@ struct runtime_exec {
     bool claimed;                  /* a caller follows it (started it or picked it up) */
     bool detached;                 /* its caller left before it finished */
     uint64_t snapshot_timer;
+    uint64_t input_timer;          /* INPUT_SETTLE_MS before telling the observer */
     runtime_exec_t *next;          /* in runtime->execs, oldest first */
 };
 
@@ -167,6 +172,7 @@ static void s_exec_free(runtime_exec_t *ex)
         if (r->ex == ex)
             r->ex = NULL;
     loop_timer_cancel(self->loop, ex->snapshot_timer);
+    loop_timer_cancel(self->loop, ex->input_timer);
     output_destroy(&ex->out);
     json_object_put(ex->input_header);
     free(ex->code);
@@ -217,6 +223,8 @@ static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outc
     ex->input_header = NULL;
     loop_timer_cancel(self->loop, ex->snapshot_timer);
     ex->snapshot_timer = 0;
+    loop_timer_cancel(self->loop, ex->input_timer);
+    ex->input_timer = 0;
     if (self->current == ex)
         self->current = NULL;
     self->rev++;
@@ -457,6 +465,14 @@ static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     s_maybe_done(self, ex);
 }
 
+static void s_input_settled(loop_t *loop, void *ud)
+{
+    runtime_exec_t *ex = ud;
+    ex->input_timer = 0;
+    if (ex->state == RUNTIME_EXEC_INPUT && ex->has_obs && ex->obs.on_input)
+        ex->obs.on_input(ex->obs_ud, ex);
+}
+
 static void s_exec_input(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
 {
     const char *prompt = wire_get_str(m->content, "prompt");
@@ -469,8 +485,8 @@ static void s_exec_input(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     ex->state = RUNTIME_EXEC_INPUT;
     ex->input_since_us = loop_now_us();
     self->rev++;
-    if (ex->has_obs && ex->obs.on_input)
-        ex->obs.on_input(ex->obs_ud, ex);
+    loop_timer_cancel(self->loop, ex->input_timer);
+    ex->input_timer = loop_timer(self->loop, INPUT_SETTLE_MS, s_input_settled, ex);
 }
 
 static void s_req_reply(runtime_t *self, wire_msg_t *m)

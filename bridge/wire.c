@@ -240,3 +240,34 @@ void wire_put_header(buf_t *b, const char *msg_id, const char *session, const ch
     buf_put_json_str(b, msg_type, strlen(msg_type));
     buf_puts(b, ",\"version\":\"" WIRE_PROTOCOL_VERSION "\"}");
 }
+
+void wire_out_init(wire_out_t *o)
+{
+    memset(o, 0, sizeof *o);
+    buf_init(&o->buf, 0);
+}
+
+void wire_out_free(wire_out_t *o)
+{
+    buf_free(&o->buf);
+}
+
+void wire_encode(wire_out_t *o, const wire_auth_t *auth, const char *session, const char *msg_type,
+                 const char *parent_json, const char *content)
+{
+    wire_new_id(o->msg_id);
+    buf_reset(&o->buf);
+    const char *texts[4] = {NULL, parent_json ? parent_json : "{}", "{}", content ? content : "{}"};
+    o->off[0] = 0;
+    wire_put_header(&o->buf, o->msg_id, session, msg_type);
+    o->len[0] = o->buf.len;
+    for (int i = 1; i < 4; i++) {
+        o->off[i] = o->buf.len;
+        buf_puts(&o->buf, texts[i]);
+        o->len[i] = o->buf.len - o->off[i];
+    }
+    const void *parts[4];
+    for (int i = 0; i < 4; i++)
+        parts[i] = o->buf.data + o->off[i];
+    wire_sign(auth, parts, o->len, o->sig);
+}

@@ -70,6 +70,26 @@ wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const voi
                        const size_t lens[], size_t n, wire_msg_t *out);
 void wire_msg_free(wire_msg_t *m);
 
+/* An outgoing message: the four signed JSON parts live in one buffer. */
+typedef struct {
+    buf_t buf;                        /* header | parent | metadata | content */
+    size_t off[4], len[4];            /* where each part is in buf */
+    char sig[WIRE_SIG_HEX + 1];       /* signature frame ("" when unsigned) */
+    char msg_id[WIRE_ID_LEN + 1];
+} wire_out_t;
+
+void wire_out_init(wire_out_t *o);
+void wire_out_free(wire_out_t *o);
+/* Builds and signs a message: a fresh msg id, our header, parent (JSON text
+ * of the header being answered, or NULL for {}), empty metadata, content
+ * (JSON text, or NULL for {}). Reuses o's buffer. */
+void wire_encode(wire_out_t *o, const wire_auth_t *auth, const char *session, const char *msg_type,
+                 const char *parent_json, const char *content);
+static inline const char *wire_out_part(const wire_out_t *o, int i)
+{
+    return o->buf.data + o->off[i];
+}
+
 /* Fresh random message id (32 hex digits). */
 void wire_new_id(char out[WIRE_ID_LEN + 1]);
 /* Appends a header object as JSON text. */

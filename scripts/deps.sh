@@ -1,0 +1,22 @@
+# Sourced by scripts/install and scripts/test: installs Debian packages that
+# are missing (and only those), as root or through sudo.
+rat_apt_install() {
+    local missing=()
+    local p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; return 1; }
+        sudo=(sudo)
+    fi
+    echo "Installing Debian packages: ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# What building and running rat-py needs.
+RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev)
+RAT_RUN_PKGS=(python3-ipykernel)

@@ -1,0 +1,141 @@
+// input(): answered with run(input=...), through elicitation, refused when
+// allow_input is false; password prompts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, run, ctl, call } from './lib.mjs';
+
+test('input() ends the call with INPUT REQUESTED, run(input) continues it', async () => {
+  const h = await connect();
+  try {
+    const r1 = await run(h, 'print("hello")\nname = input("Name: ")\nprint("hi", name)');
+    assert.equal(r1.isError, false);
+    assert.match(r1.text, /^hello\n\nINPUT REQUESTED: "Name: "\n⏳ exec #1 waits: answer with run\(input="\.\.\."\)/);
+    const r2 = await call(h, 'run', { input: 'Alice' });
+    assert.equal(r2.isError, false);
+    assert.match(r2.text, /^hi Alice\n\n✓ \d+ms \| 1 var$/, 'only the rest of the output, and the time spent waiting is not counted');
+    const r3 = await run(h, 'name');
+    assert.match(r3.text, /^'Alice'\n/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('the spec example: a bare input() then --input', async () => {
+  const h = await connect();
+  try {
+    const r1 = await run(h, 'name = input("Name: ")');
+    assert.match(r1.text, /^INPUT REQUESTED: "Name: "\n/);
+    const r2 = await call(h, 'run', { input: 'Alice' });
+    assert.match(r2.text, /^✓ \d+ms \| 1 var$/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('several input() calls in one run, answered one by one', async () => {
+  const h = await connect();
+  try {
+    let r = await run(h, 'a = input("a? ")\nb = input("b? ")\nprint(int(a) + int(b))');
+    assert.match(r.text, /INPUT REQUESTED: "a\? "/);
+    r = await call(h, 'run', { input: '2' });
+    assert.match(r.text, /INPUT REQUESTED: "b\? "/);
+    r = await call(h, 'run', { input: '3' });
+    assert.match(r.text, /^5\n\n✓ /);
+  } finally {
+    await h.close();
+  }
+});
+
+test('new code while input is pending is refused with a clear hint', async () => {
+  const h = await connect();
+  try {
+    await run(h, 'v = input("Value: ")');
+    const r = await run(h, 'print(1)');
+    assert.equal(r.isError, true);
+    assert.match(r.text, /^INPUT PENDING: exec #1 is waiting for input "Value: "/);
+    const c = await ctl(h, 'cancel');
+    assert.equal(c.text, 'CANCELLED exec #1');
+    const r2 = await run(h, 'print("after")');
+    assert.match(r2.text, /^after\n\n✓ /);
+  } finally {
+    await h.close();
+  }
+});
+
+test('input with nothing pending is a clear error', async () => {
+  const h = await connect();
+  try {
+    const r = await call(h, 'run', { input: 'x' });
+    assert.equal(r.isError, true);
+    assert.match(r.text, /no input\(\) is waiting/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('code and input together are refused', async () => {
+  const h = await connect();
+  try {
+    const r = await call(h, 'run', { code: 'print(1)', input: 'x' });
+    assert.equal(r.isError, true);
+    assert.match(r.text, /either code .* or input/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('allow_input=false makes input() raise in the kernel', async () => {
+  const h = await connect();
+  try {
+    const r = await run(h, 'input("x? ")', { allow_input: false });
+    assert.equal(r.isError, true);
+    assert.match(r.text, /StdinNotImplementedError/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a password prompt says it is not echoed, and the answer never appears', async () => {
+  const h = await connect({ elicit: async () => { throw new Error('password prompts must not be elicited'); } });
+  try {
+    const r1 = await run(h, 'import getpass\npw = getpass.getpass("Password: ")\nprint(len(pw))');
+    assert.match(r1.text, /INPUT REQUESTED \(password; the answer is not echoed\): "Password: "/);
+    const r2 = await call(h, 'run', { input: 's3cret' });
+    assert.match(r2.text, /^6\n\n✓ /);
+    assert.doesNotMatch(r2.text, /s3cret/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('with elicitation, input() is asked inside the same call', async () => {
+  const asked = [];
+  const h = await connect({
+    elicit: async (req) => {
+      asked.push(req.params);
+      return { action: 'accept', content: { value: 'Bob' } };
+    },
+  });
+  try {
+    const r = await run(h, 'name = input("Name: ")\nprint("hi", name)');
+    assert.match(r.text, /^hi Bob\n\n✓ \d+ms \| 1 var$/);
+    assert.equal(asked.length, 1);
+    assert.match(asked[0].message, /Name: /);
+    assert.equal(asked[0].requestedSchema.type, 'object');
+    assert.deepEqual(asked[0].requestedSchema.required, ['value']);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a declined elicitation falls back to INPUT REQUESTED', async () => {
+  const h = await connect({ elicit: async () => ({ action: 'decline' }) });
+  try {
+    const r = await run(h, 'name = input("Name: ")');
+    assert.match(r.text, /^INPUT REQUESTED: "Name: "/);
+    const r2 = await call(h, 'run', { input: 'Carol' });
+    assert.match(r2.text, /^✓ /);
+  } finally {
+    await h.close();
+  }
+});

@@ -1,0 +1,161 @@
+// Shared helpers for the integration tests: a real MCP client (the official
+// TypeScript SDK) driving the real rat-py binary, which drives a real
+// ipykernel. Nothing here fakes either side.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+/** Throws when a sanitizer (ASan, LSan, UBSan) reported on rat-py's stderr. */
+export function checkSanitizers(stderr, who = 'rat-py') {
+  const m = /(ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:)[^\n]*/.exec(stderr);
+  if (m) throw new Error(`${who}: sanitizer report: ${m[0]}\n${stderr.slice(0, 4000)}`);
+}
+
+export const RAT = process.env.RAT_PY || path.resolve(new URL('.', import.meta.url).pathname, '../../build/rat-py');
+
+/** A fresh scratch directory used as the kernel's cwd (assets land there). */
+export function scratch() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-test-'));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Starts rat-py through the SDK's stdio transport and completes initialize.
+ * opts.elicit: a handler for elicitation/create (declares the capability).
+ */
+export async function connect(opts = {}) {
+  const work = scratch();
+  const transport = new StdioClientTransport({
+    command: RAT,
+    args: ['--cwd', work.dir, ...(opts.args ?? [])],
+    env: { ...process.env, ...(opts.env ?? {}) },
+    stderr: 'pipe',
+  });
+  const capabilities = opts.elicit ? { elicitation: {} } : {};
+  const client = new Client({ name: 'rat-py-tests', version: '1.0.0' }, { capabilities });
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push({ ...n.params, at: Date.now() }));
+  if (opts.elicit) client.setRequestHandler(ElicitRequestSchema, opts.elicit);
+  let stderr = '';
+  transport.stderr.on('data', (d) => { stderr += d; if (process.env.RAT_TEST_STDERR) process.stderr.write(d); });
+  await client.connect(transport);
+  const h = {
+    client, transport, logs, dir: work.dir,
+    stderr: () => stderr,
+    pid: () => transport.pid,
+    async close() {
+      await client.close().catch(() => {});
+      work.cleanup();
+      checkSanitizers(stderr);
+    },
+  };
+  return h;
+}
+
+/** Calls a tool and returns { text, isError, result }. */
+export async function call(h, name, args, options = {}) {
+  const result = await h.client.callTool({ name, arguments: args }, undefined, { timeout: 120_000, ...options });
+  if (result.content.length !== 1 || result.content[0].type !== 'text')
+    throw new Error(`expected one text item, got ${JSON.stringify(result.content)}`);
+  return { text: result.content[0].text, isError: result.isError === true, result };
+}
+
+export const run = (h, code, extra = {}, options = {}) => call(h, 'run', { code, ...extra }, options);
+export const ctl = (h, op, extra = {}) => call(h, 'ctl', { op, ...extra });
+
+/** The kernel's pid, read from ctl status. */
+export async function kernelPid(h) {
+  const { text } = await ctl(h, 'status');
+  const m = /pid (\d+)/.exec(text);
+  if (!m) throw new Error(`no pid in status: ${text}`);
+  return Number(m[1]);
+}
+
+export function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls until fn() is truthy or ms elapse; returns the elapsed ms or throws. */
+export async function until(fn, ms, what) {
+  const t0 = Date.now();
+  for (;;) {
+    if (await fn()) return Date.now() - t0;
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * A raw NDJSON client over pipes, for what the SDK hides: exact bytes,
+ * protocol errors, exit timing. Every stdout line must be one JSON-RPC
+ * message; anything else fails the test that reads it.
+ */
+export function rawServer(args = [], env = {}) {
+  const work = scratch();
+  const child = spawn(RAT, ['--cwd', work.dir, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let buf = '';
+  const lines = [];
+  const waiters = [];
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      lines.push(line);
+      waiters.splice(0).forEach((w) => w());
+    }
+  });
+  const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal, at: Date.now() })));
+  const srv = {
+    child, dir: work.dir, lines, exited,
+    stderr: () => stderr,
+    send(obj) { child.stdin.write((typeof obj === 'string' ? obj : JSON.stringify(obj)) + '\n'); },
+    /** Next stdout line parsed as JSON (throws if it is not JSON). */
+    async next(ms = 60_000) {
+      const t0 = Date.now();
+      while (lines.length === 0) {
+        if (Date.now() - t0 > ms) throw new Error('no message from rat-py');
+        await new Promise((r) => { waiters.push(r); setTimeout(r, 50); });
+      }
+      const line = lines.shift();
+      return JSON.parse(line);
+    },
+    /** Next message with this id (notifications before it are returned in .before). */
+    async reply(id, ms = 60_000) {
+      const before = [];
+      for (;;) {
+        const m = await srv.next(ms);
+        if (m.id === id && !m.method) return Object.assign(m, { before });
+        before.push(m);
+      }
+    },
+    async initialize(version = '2024-11-05', capabilities = {}) {
+      srv.send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: version, capabilities, clientInfo: { name: 'raw', version: '1' } } });
+      const r = await srv.reply(0);
+      srv.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      return r;
+    },
+    kill(sig = 'SIGKILL') { try { child.kill(sig); } catch { /* gone */ } },
+    async close() {
+      try { child.stdin.end(); } catch { /* gone */ }
+      const t = setTimeout(() => srv.kill(), 2000);
+      await exited;
+      clearTimeout(t);
+      work.cleanup();
+      checkSanitizers(stderr);
+    },
+  };
+  return srv;
+}

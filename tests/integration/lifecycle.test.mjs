@@ -1,0 +1,177 @@
+// The kernel's life: it dies and is noticed, it never outlives rat-py, and
+// rat-py exits promptly when its client goes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, run, ctl, kernelPid, alive, until, rawServer } from './lib.mjs';
+
+test('a kernel killed mid-run gives a clean error, then a fresh kernel works', async () => {
+  const h = await connect();
+  try {
+    await run(h, 'x = 1');
+    const pid = await kernelPid(h);
+    const running = run(h, 'import time; time.sleep(60)');
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    process.kill(pid, 'SIGKILL');
+    const r = await running;
+    assert.ok(Date.now() - t0 < 1000, 'noticed within 1 s');
+    assert.equal(r.isError, true);
+    assert.match(r.text, /kernel died \(signal 9 \(Killed\)\)/);
+    assert.match(r.text, /a new kernel is starting, variables are lost/);
+    const r2 = await run(h, 'print("alive again")');
+    assert.match(r2.text, /^alive again\n\n✓ /);
+    const st = await ctl(h, 'status');
+    assert.match(st.text, /automatic restarts: 1/);
+    assert.notEqual(await kernelPid(h), pid);
+  } finally {
+    await h.close();
+  }
+});
+
+test('os._exit in user code is a death too, reported with the exit code', async () => {
+  const h = await connect();
+  try {
+    const r = await run(h, 'import os; os._exit(3)');
+    assert.equal(r.isError, true);
+    assert.match(r.text, /kernel died \(exit code 3\)/);
+    const r2 = await run(h, '1 + 1');
+    assert.match(r2.text, /^2\n\n✓ /);
+  } finally {
+    await h.close();
+  }
+});
+
+test('stdin EOF: rat-py exits within 300 ms and no kernel is left', async () => {
+  const srv = rawServer();
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'ctl', arguments: { op: 'status' } } });
+  // status before the kernel is ready has no pid: run something first
+  await srv.reply(1);
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; print(os.getpid())' } } });
+  const r = await srv.reply(2);
+  const pid = Number(/^(\d+)/.exec(r.result.content[0].text)[1]);
+  assert.ok(alive(pid));
+  const t0 = Date.now();
+  srv.child.stdin.end();
+  const ex = await srv.exited;
+  assert.ok(ex.at - t0 <= 300, `exited after ${ex.at - t0} ms`);
+  assert.equal(ex.code, 0);
+  await until(() => !alive(pid), 200, 'the kernel to be gone');
+  await srv.close();
+});
+
+test('stdin EOF in the middle of a run: still a prompt exit, kernel gone', async () => {
+  const srv = rawServer();
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; print(os.getpid(), flush=True); import time; time.sleep(60)' } } });
+  let pid = 0;
+  while (!pid) {
+    const m = await srv.next();
+    if (m.method === 'notifications/message') pid = Number(/^(\d+)/.exec(m.params.data)?.[1] ?? 0);
+  }
+  const t0 = Date.now();
+  srv.child.stdin.end();
+  const ex = await srv.exited;
+  assert.ok(ex.at - t0 <= 300, `exited after ${ex.at - t0} ms`);
+  await until(() => !alive(pid), 300, 'the kernel to be gone');
+  await srv.close();
+});
+
+test('SIGTERM: rat-py exits promptly and takes its kernel along', async () => {
+  const srv = rawServer();
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; print(os.getpid())' } } });
+  const pid = Number(/^(\d+)/.exec((await srv.reply(1)).result.content[0].text)[1]);
+  const t0 = Date.now();
+  srv.kill('SIGTERM');
+  const ex = await srv.exited;
+  assert.ok(ex.at - t0 <= 300, `exited after ${ex.at - t0} ms`);
+  await until(() => !alive(pid), 300, 'the kernel to be gone');
+  await srv.close();
+});
+
+test('SIGKILL of rat-py: no kernel left within 2 s', async () => {
+  const srv = rawServer();
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; print(os.getpid())' } } });
+  const pid = Number(/^(\d+)/.exec((await srv.reply(1)).result.content[0].text)[1]);
+  srv.kill('SIGKILL');
+  await srv.exited;
+  const dt = await until(() => !alive(pid), 2000, 'the kernel to die with rat-py');
+  assert.ok(dt <= 2000);
+  await srv.close();
+});
+
+test('initialize is answered at once, while the kernel is still booting', async () => {
+  const srv = rawServer();
+  const t0 = Date.now();
+  const r = await srv.initialize();
+  assert.ok(Date.now() - t0 < 500, 'initialize does not wait for the kernel');
+  assert.equal(r.result.serverInfo.name, 'rat-py');
+  await srv.close();
+});
+
+test('a kernelspec whose program does not exist gives a clear error, and rat-py keeps serving', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const path = await import('node:path');
+  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
+  mkdirSync(path.join(jp, 'kernels', 'broken'), { recursive: true });
+  writeFileSync(path.join(jp, 'kernels', 'broken', 'kernel.json'),
+    JSON.stringify({ argv: ['/nonexistent/python', '-f', '{connection_file}'], display_name: 'Broken', language: 'python' }));
+  const srv = rawServer(['--kernel', 'broken'], { JUPYTER_PATH: jp });
+  try {
+    await srv.initialize();
+    srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: '1' } } });
+    const r = await srv.reply(1);
+    assert.equal(r.result.isError, true);
+    assert.match(r.result.content[0].text, /kernel program '\/nonexistent\/python' was not found/);
+    srv.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    assert.deepEqual((await srv.reply(2)).result, {});
+  } finally {
+    await srv.close();
+    rmSync(jp, { recursive: true, force: true });
+  }
+});
+
+test('a kernel that exits at start-up is reported with the reason from its log', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const path = await import('node:path');
+  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
+  mkdirSync(path.join(jp, 'kernels', 'noipk'), { recursive: true });
+  writeFileSync(path.join(jp, 'kernels', 'noipk', 'kernel.json'),
+    JSON.stringify({ argv: ['/usr/bin/python3', '-m', 'no_such_kernel_module', '-f', '{connection_file}'], display_name: 'X', language: 'python' }));
+  const srv = rawServer(['--kernel', 'noipk'], { JUPYTER_PATH: jp });
+  try {
+    await srv.initialize();
+    srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: '1' } } });
+    const r = await srv.reply(1);
+    assert.equal(r.result.isError, true);
+    assert.match(r.result.content[0].text, /the kernel exited during start-up \(exit code 1\): .*No module named no_such_kernel_module/);
+  } finally {
+    await srv.close();
+    rmSync(jp, { recursive: true, force: true });
+  }
+});
+
+test('a kernel that never becomes ready times out with a clear error', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const path = await import('node:path');
+  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
+  mkdirSync(path.join(jp, 'kernels', 'sleepy'), { recursive: true });
+  writeFileSync(path.join(jp, 'kernels', 'sleepy', 'kernel.json'),
+    JSON.stringify({ argv: ['sleep', '1000'], display_name: 'Sleepy', language: 'python' }));
+  const srv = rawServer(['--kernel', 'sleepy', '--boot-timeout', '2'], { JUPYTER_PATH: jp });
+  try {
+    await srv.initialize();
+    srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: '1' } } });
+    const r = await srv.reply(1);
+    assert.equal(r.result.isError, true);
+    assert.match(r.result.content[0].text, /did not become ready within 2 s/);
+  } finally {
+    await srv.close();
+    rmSync(jp, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,159 @@
+// JSON-RPC and MCP lifecycle over raw NDJSON: every error code, version
+// negotiation, what a client may send before initialize, and that stdout
+// only ever carries JSON-RPC messages.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rawServer } from './lib.mjs';
+
+async function withServer(fn) {
+  const srv = rawServer();
+  try {
+    await fn(srv);
+  } finally {
+    await srv.close();
+  }
+}
+
+test('initialize: our protocol, capabilities, serverInfo, instructions', () => withServer(async (srv) => {
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+  const r = await srv.reply(1);
+  assert.equal(r.result.protocolVersion, '2025-11-25');
+  assert.deepEqual(Object.keys(r.result.capabilities).sort(), ['logging', 'tools']);
+  assert.equal(r.result.serverInfo.name, 'rat-py');
+  assert.match(r.result.serverInfo.version, /^\d+\.\d+\.\d+$/);
+  assert.match(r.result.instructions, /run\(code\)/);
+}));
+
+for (const v of ['2025-06-18', '2025-03-26', '2024-11-05']) {
+  test(`initialize echoes the supported version ${v}`, () => withServer(async (srv) => {
+    const r = await srv.initialize(v);
+    assert.equal(r.result.protocolVersion, v);
+  }));
+}
+
+test('an unknown protocol version gets ours', () => withServer(async (srv) => {
+  const r = await srv.initialize('1999-01-01');
+  assert.equal(r.result.protocolVersion, '2025-11-25');
+}));
+
+test('server/discover before initialize is -32601, so newer clients fall back', () => withServer(async (srv) => {
+  srv.send({ jsonrpc: '2.0', id: 'd', method: 'server/discover', params: {} });
+  const r = await srv.reply('d');
+  assert.equal(r.error.code, -32601);
+  const init = await srv.initialize();
+  assert.ok(init.result);
+}));
+
+test('requests before initialize are refused, ping is allowed', () => withServer(async (srv) => {
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  assert.equal((await srv.reply(1)).error.code, -32600);
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+  assert.deepEqual((await srv.reply(2)).result, {});
+}));
+
+test('a second initialize is refused', () => withServer(async (srv) => {
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 9, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
+  assert.equal((await srv.reply(9)).error.code, -32600);
+}));
+
+test('malformed JSON is -32700 with id null', () => withServer(async (srv) => {
+  srv.send('{"jsonrpc":"2.0","id":1,"method":');
+  const r = await srv.next();
+  assert.equal(r.error.code, -32700);
+  assert.equal(r.id, null);
+}));
+
+test('not a request object is -32600', () => withServer(async (srv) => {
+  for (const bad of ['[1,2]', '42', '"x"', '{"jsonrpc":"1.0","id":1,"method":"ping"}', '{"jsonrpc":"2.0","id":null,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":1.5,"method":"ping"}', '{"jsonrpc":"2.0","id":1,"method":7}', '{"jsonrpc":"2.0","id":3}']) {
+    srv.send(bad);
+    const r = await srv.next();
+    assert.equal(r.error?.code, -32600, `for ${bad}`);
+  }
+}));
+
+test('an unknown method is -32601; bad params and unknown tools are -32602', () => withServer(async (srv) => {
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'no/such' });
+  assert.equal((await srv.reply(1)).error.code, -32601);
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'nope', arguments: {} } });
+  const r2 = await srv.reply(2);
+  assert.equal(r2.error.code, -32602);
+  assert.match(r2.error.message, /Unknown tool: nope/);
+  srv.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { arguments: {} } });
+  assert.equal((await srv.reply(3)).error.code, -32602);
+  srv.send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'run', arguments: 'code' } });
+  assert.equal((await srv.reply(4)).error.code, -32602);
+  srv.send({ jsonrpc: '2.0', id: 5, method: 'logging/setLevel', params: { level: 'loud' } });
+  assert.equal((await srv.reply(5)).error.code, -32602);
+}));
+
+test('notifications get no answer', () => withServer(async (srv) => {
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', method: 'notifications/whatever' });
+  srv.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 12345 } });
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  const r = await srv.next();
+  assert.equal(r.id, 1, 'the ping answer is the next message');
+}));
+
+test('empty lists for resources, templates and prompts (mcp2cli shell asks for them)', () => withServer(async (srv) => {
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'resources/list' });
+  assert.deepEqual((await srv.reply(1)).result, { resources: [] });
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'resources/templates/list' });
+  assert.deepEqual((await srv.reply(2)).result, { resourceTemplates: [] });
+  srv.send({ jsonrpc: '2.0', id: 3, method: 'prompts/list' });
+  assert.deepEqual((await srv.reply(3)).result, { prompts: [] });
+}));
+
+test('tools/list: the schemas mcp2cli needs (code required and a plain string)', () => withServer(async (srv) => {
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const { tools } = (await srv.reply(1)).result;
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  assert.deepEqual(Object.keys(byName).sort(), ['ctl', 'run']);
+  const run = byName.run.inputSchema;
+  assert.equal(run.type, 'object');
+  assert.deepEqual(run.required, ['code']);
+  assert.equal(run.properties.code.type, 'string');
+  assert.equal(run.properties.input.type, 'string');
+  assert.deepEqual([run.properties.allow_input.type, run.properties.allow_input.default], ['boolean', true]);
+  assert.deepEqual([run.properties.wait.type, run.properties.wait.default], ['number', 25]);
+  const ctl = byName.ctl.inputSchema;
+  assert.deepEqual(ctl.required, ['op']);
+  assert.deepEqual(ctl.properties.op.enum, ['reset', 'cancel', 'restart', 'status', 'wait']);
+  assert.deepEqual(ctl.properties.scope.enum, ['namespace', 'all']);
+  assert.equal(ctl.properties.scope.default, 'namespace');
+  for (const t of tools) assert.ok(t.description.length > 20, `${t.name} has a description`);
+}));
+
+test('string ids and large integer ids are echoed exactly', () => withServer(async (srv) => {
+  srv.send({ jsonrpc: '2.0', id: 'abc', method: 'ping' });
+  assert.equal((await srv.reply('abc')).id, 'abc');
+  srv.send('{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}');
+  const line = await new Promise((r) => { const t = setInterval(() => { if (srv.lines.length) { clearInterval(t); r(srv.lines.shift()); } }, 5); });
+  assert.match(line, /"id":9007199254740991/);
+}));
+
+test('an over-long line is answered with an error and the server keeps serving', () => withServer(async (srv) => {
+  await srv.initialize();
+  const big = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + 'a'.repeat(17 * 1024 * 1024) + '"}}';
+  srv.send(big);
+  const r = await srv.next();
+  assert.equal(r.error.code, -32600);
+  assert.match(r.error.message, /longer than/);
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+  assert.deepEqual((await srv.reply(2)).result, {});
+}));
+
+test('every stdout line is a JSON-RPC message, even with noisy kernel output', () => withServer(async (srv) => {
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os, sys\nos.write(1, b"raw fd1\\n"); os.write(2, b"raw fd2\\n")\nprint("x"); print("y", file=sys.stderr)' } } });
+  await srv.reply(1);
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+  await srv.reply(2);
+  // srv.next() JSON-parses every line; reaching here means all were JSON.
+  assert.ok(true);
+}));

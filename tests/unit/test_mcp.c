@@ -1,0 +1,258 @@
+/* Unit tests: JSON-RPC classification and the MCP session's dispatch, with
+ * a transport that records what would be sent. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "jsonrpc.h"
+#include "mcp.h"
+#include "mem.h"
+#include "schema.h"
+
+typedef struct {
+    char *msgs[64];
+    int n;
+    bool final[64];
+} s_sink_t;
+
+static void s_send(void *transport, void *origin, const char *json, size_t len, bool final)
+{
+    s_sink_t *s = transport;
+    if (s->n < 64) {
+        s->final[s->n] = final;
+        s->msgs[s->n++] = xstrndup(json, len);
+    }
+}
+
+static void s_sink_clear(s_sink_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->msgs[i]);
+    s->n = 0;
+}
+
+/* The error code of the last message, or 0. */
+static int s_last_code(s_sink_t *s)
+{
+    if (!s->n)
+        return 0;
+    json_object *o = json_tokener_parse(s->msgs[s->n - 1]);
+    json_object *e = NULL, *c = NULL;
+    int code = 0;
+    if (o && json_object_object_get_ex(o, "error", &e) && json_object_object_get_ex(e, "code", &c))
+        code = json_object_get_int(c);
+    json_object_put(o);
+    return code;
+}
+
+static void s_feed(mcp_session_t *s, const char *line)
+{
+    mcp_session_handle(s, line, strlen(line), NULL);
+}
+
+static void test_classify(void)
+{
+    jsonrpc_msg_t m;
+    jsonrpc_parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", 40, &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
+    CHECK_EQ_STR(m.method, "ping");
+    jsonrpc_msg_free(&m);
+    const char *n = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+    jsonrpc_parse(n, strlen(n), &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_NOTIFICATION);
+    jsonrpc_msg_free(&m);
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
+    jsonrpc_parse(r, strlen(r), &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_RESPONSE);
+    jsonrpc_msg_free(&m);
+    struct { const char *in; int code; } bad[] = {
+        {"{", JSONRPC_PARSE_ERROR},
+        {"{\"a\":1} x", JSONRPC_PARSE_ERROR},
+        {"\"\xff\"", JSONRPC_PARSE_ERROR},
+        {"[]", JSONRPC_INVALID_REQUEST},
+        {"42", JSONRPC_INVALID_REQUEST},
+        {"{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"x\"}", JSONRPC_INVALID_REQUEST},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":3}", JSONRPC_INVALID_REQUEST},
+        {"{\"id\":1,\"method\":\"x\"}", JSONRPC_INVALID_REQUEST},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        jsonrpc_parse(bad[i].in, strlen(bad[i].in), &m);
+        CHECK_EQ_INT(m.kind, JSONRPC_INVALID);
+        CHECK_EQ_INT(m.err_code, bad[i].code);
+        jsonrpc_msg_free(&m);
+    }
+}
+
+static void test_deep_nesting_is_a_parse_error(void)
+{
+    size_t depth = 10000;
+    char *s = xmalloc(depth * 2 + 1);
+    memset(s, '[', depth);
+    memset(s + depth, ']', depth);
+    s[depth * 2] = '\0';
+    jsonrpc_msg_t m;
+    jsonrpc_parse(s, depth * 2, &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_INVALID);
+    CHECK_EQ_INT(m.err_code, JSONRPC_PARSE_ERROR);
+    jsonrpc_msg_free(&m);
+    free(s);
+}
+
+static int s_tool_calls;
+
+static void s_echo_tool(mcp_call_t *call, json_object *args, void *ud)
+{
+    s_tool_calls++;
+    mcp_call_text(call, json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN), false);
+}
+
+static void test_session_lifecycle(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", "use it");
+    mcp_tool_t t = {
+        .name = "echo", .description = "Echoes its arguments.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},"
+                        "\"n\":{\"type\":\"integer\",\"default\":3}},\"required\":[\"a\"],\"additionalProperties\":false}",
+        .fn = s_echo_tool,
+    };
+    mcp_server_add_tool(srv, &t);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_REQUEST);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","
+              "\"capabilities\":{\"elicitation\":{}}}}");
+    CHECK_EQ_INT(s_last_code(&sink), 0);
+    CHECK(strstr(sink.msgs[sink.n - 1], "\"protocolVersion\":\"2025-06-18\"") != NULL);
+    CHECK(strstr(sink.msgs[sink.n - 1], "\"instructions\":\"use it\"") != NULL);
+    CHECK(mcp_session_client_has(s, "elicitation"));
+    CHECK(!mcp_session_client_has(s, "sampling"));
+    s_sink_clear(&sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\",\"n\":null}}}");
+    CHECK_EQ_INT(s_tool_calls, 1);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "{\\\"a\\\":\\\"x\\\",\\\"n\\\":3}") != NULL);
+    CHECK(sink.final[0]);
+    s_sink_clear(&sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":1}}}");
+    CHECK_EQ_INT(s_tool_calls, 1);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"isError\":true") != NULL);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "must be a string") != NULL);
+    s_sink_clear(&sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\",\"zz\":1}}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "unknown argument 'zz'") != NULL);
+    s_sink_clear(&sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"missing\"}}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    CHECK(strstr(sink.msgs[sink.n - 1], "missing required argument 'a'") != NULL);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"error\"}}");
+    CHECK_EQ_INT(s_last_code(&sink), 0);
+    s_sink_clear(&sink);
+    mcp_session_log(s, MCP_LOG_WARNING, "x", "filtered");
+    CHECK_EQ_INT(sink.n, 0);
+    mcp_session_log(s, MCP_LOG_ERROR, "x", "shown");
+    CHECK_EQ_INT(sink.n, 1);
+    s_sink_clear(&sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    CHECK_EQ_INT(sink.n, 0);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}");
+    CHECK_EQ_INT(sink.n, 0);
+
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
+    s_sink_clear(&sink);
+}
+
+static mcp_call_t *s_held;
+static int s_cancels;
+
+static void s_hold_tool(mcp_call_t *call, json_object *args, void *ud)
+{
+    s_held = call;
+}
+
+static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+{
+    s_cancels++;
+    s_held = NULL;
+}
+
+static void test_cancellation_and_progress(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
+    mcp_tool_t t = {.name = "hold", .description = "Holds the call.", .input_schema = "{\"type\":\"object\"}", .fn = s_hold_tool};
+    mcp_server_add_tool(srv, &t);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"hold\",\"_meta\":{\"progressToken\":\"tok\"}}}");
+    CHECK(s_held != NULL);
+    CHECK(s_held && mcp_call_wants_progress(s_held));
+    mcp_call_progress(s_held, 5, -1, NULL);
+    mcp_call_progress(s_held, 5, -1, NULL); /* not increasing: bumped */
+    CHECK_EQ_INT(sink.n, 2);
+    CHECK(strstr(sink.msgs[0], "\"progressToken\":\"tok\"") && strstr(sink.msgs[0], "\"progress\":5"));
+    CHECK(strstr(sink.msgs[1], "\"progress\":6"));
+    mcp_call_on_cancel(s_held, s_on_cancel, NULL);
+    s_sink_clear(&sink);
+    /* the same id again while in flight is refused */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"hold\"}}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_REQUEST);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c1\"}}");
+    CHECK_EQ_INT(s_cancels, 1);
+    CHECK_EQ_INT(sink.n, 0);
+    CHECK_EQ_INT(mcp_session_calls(s), 0);
+    /* a call still in flight when the session ends is cancelled as gone */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"hold\"}}");
+    mcp_call_on_cancel(s_held, s_on_cancel, NULL);
+    mcp_session_destroy(&s);
+    CHECK_EQ_INT(s_cancels, 2);
+    mcp_server_destroy(&srv);
+    s_sink_clear(&sink);
+}
+
+static void test_schema_defaults_and_enum(void)
+{
+    json_object *schema = json_tokener_parse(
+        "{\"type\":\"object\",\"properties\":{\"op\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]},"
+        "\"w\":{\"type\":\"number\",\"minimum\":0,\"default\":25}},\"required\":[\"op\"]}");
+    json_object *out = NULL;
+    char err[256];
+    json_object *args = json_tokener_parse("{\"op\":\"c\"}");
+    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), -1);
+    CHECK(strstr(err, "valid values: a, b") != NULL);
+    json_object_put(args);
+    args = json_tokener_parse("{\"op\":\"a\",\"w\":-1}");
+    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), -1);
+    CHECK(strstr(err, "at least 0") != NULL);
+    json_object_put(args);
+    args = json_tokener_parse("{\"op\":\"b\"}");
+    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), 0);
+    CHECK_EQ_STR(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN), "{\"op\":\"b\",\"w\":25}");
+    json_object_put(out);
+    CHECK_EQ_INT(schema_apply(schema, NULL, false, &out, err, sizeof err), 0);
+    json_object_put(out);
+    CHECK_EQ_INT(schema_apply(schema, NULL, true, &out, err, sizeof err), -1);
+    json_object_put(args);
+    json_object_put(schema);
+}
+
+int main(void)
+{
+    RUN_CASE(test_classify);
+    RUN_CASE(test_deep_nesting_is_a_parse_error);
+    RUN_CASE(test_session_lifecycle);
+    RUN_CASE(test_cancellation_and_progress);
+    RUN_CASE(test_schema_defaults_and_enum);
+    return check_report("test_mcp");
+}

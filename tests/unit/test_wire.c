@@ -1,0 +1,228 @@
+/* Unit tests: Jupyter wire signing and decoding against vectors made by
+ * jupyter_client's Session in the same test run (wire_interop.py), and the
+ * reverse: messages we encode are written out for Session to verify.
+ * Usage: test_wire VECTORS.json OUT.json */
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "buf.h"
+#include "check.h"
+#include "fileio.h"
+#include "mem.h"
+#include "wire.h"
+
+#define MAXF 16
+
+typedef struct {
+    unsigned char *data[MAXF];
+    size_t len[MAXF];
+    size_t n;
+} s_frames_t;
+
+static void s_frames_load(json_object *arr, s_frames_t *f)
+{
+    f->n = 0;
+    for (size_t i = 0; i < json_object_array_length(arr) && i < MAXF; i++) {
+        const char *b64 = json_object_get_string(json_object_array_get_idx(arr, i));
+        size_t cap = strlen(b64) + 1, bin = 0;
+        f->data[i] = xmalloc(cap);
+        sodium_base642bin(f->data[i], cap, b64, strlen(b64), NULL, &bin, NULL, sodium_base64_VARIANT_ORIGINAL);
+        f->len[i] = bin;
+        f->n++;
+    }
+}
+
+static void s_frames_free(s_frames_t *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->data[i]);
+    f->n = 0;
+}
+
+static wire_err_t s_decode(const wire_auth_t *a, wire_replay_t *r, s_frames_t *f, wire_msg_t *m)
+{
+    const void *p[MAXF];
+    for (size_t i = 0; i < f->n; i++)
+        p[i] = f->data[i];
+    return wire_decode(a, r, p, f->len, f->n, m);
+}
+
+static size_t s_delim(const s_frames_t *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (f->len[i] == 9 && memcmp(f->data[i], "<IDS|MSG>", 9) == 0)
+            return i;
+    return f->n;
+}
+
+static void s_check_vectors(json_object *set)
+{
+    json_object *key = NULL, *msgs = NULL;
+    json_object_object_get_ex(set, "key", &key);
+    json_object_object_get_ex(set, "messages", &msgs);
+    wire_auth_t auth;
+    wire_auth_init(&auth, json_object_get_string(key), (size_t)json_object_get_string_len(key));
+    wire_replay_t *replay = wire_replay_new();
+    for (size_t i = 0; i < json_object_array_length(msgs); i++) {
+        json_object *v = json_object_array_get_idx(msgs, i), *frames = NULL, *want = NULL;
+        json_object_object_get_ex(v, "frames", &frames);
+        s_frames_t f;
+        s_frames_load(frames, &f);
+        size_t d = s_delim(&f);
+        CHECK(d < f.n);
+        /* Our signature of Session's four JSON frames equals Session's. */
+        char sig[WIRE_SIG_HEX + 1];
+        const void *parts[4] = {f.data[d + 2], f.data[d + 3], f.data[d + 4], f.data[d + 5]};
+        size_t lens[4] = {f.len[d + 2], f.len[d + 3], f.len[d + 4], f.len[d + 5]};
+        wire_sign(&auth, parts, lens, sig);
+        CHECK(f.len[d + 1] == strlen(sig) && memcmp(sig, f.data[d + 1], strlen(sig)) == 0);
+        wire_msg_t m;
+        CHECK_EQ_INT(s_decode(&auth, replay, &f, &m), WIRE_OK);
+        json_object_object_get_ex(v, "msg_type", &want);
+        CHECK_EQ_STR(m.msg_type, json_object_get_string(want));
+        json_object_object_get_ex(v, "msg_id", &want);
+        CHECK_EQ_STR(m.msg_id, json_object_get_string(want));
+        json_object_object_get_ex(v, "parent_id", &want);
+        if (want && !json_object_is_type(want, json_type_null))
+            CHECK_EQ_STR(m.parent_id, json_object_get_string(want));
+        else
+            CHECK(m.parent_id == NULL);
+        json_object_object_get_ex(v, "text", &want);
+        if (want) {
+            json_object *t = NULL;
+            CHECK(json_object_object_get_ex(m.content, "text", &t));
+            CHECK_EQ_STR(json_object_get_string(t), json_object_get_string(want));
+        }
+        wire_msg_free(&m);
+        if (auth.len) {
+            /* The same message again is a replay. */
+            CHECK_EQ_INT(s_decode(&auth, replay, &f, &m), WIRE_ERR_REPLAY);
+            /* One flipped byte in the content breaks the signature. */
+            f.data[d + 5][0] ^= 1;
+            CHECK_EQ_INT(s_decode(&auth, NULL, &f, &m), WIRE_ERR_SIGNATURE);
+            f.data[d + 5][0] ^= 1;
+            /* A short signature is rejected before any comparison. */
+            f.len[d + 1] = 10;
+            CHECK_EQ_INT(s_decode(&auth, NULL, &f, &m), WIRE_ERR_SIGNATURE);
+            /* No signature at all. */
+            f.len[d + 1] = 0;
+            CHECK_EQ_INT(s_decode(&auth, NULL, &f, &m), WIRE_ERR_UNSIGNED);
+        }
+        s_frames_free(&f);
+    }
+    wire_replay_destroy(&replay);
+    wire_auth_free(&auth);
+}
+
+static void s_check_malformed(void)
+{
+    wire_auth_t auth;
+    wire_auth_init(&auth, "k", 1);
+    wire_msg_t m;
+    const void *p[3] = {"a", "b", "c"};
+    size_t l[3] = {1, 1, 1};
+    CHECK_EQ_INT(wire_decode(&auth, NULL, p, l, 3, &m), WIRE_ERR_FRAMES);
+    CHECK_EQ_INT(wire_decode(&auth, NULL, p, l, 0, &m), WIRE_ERR_FRAMES);
+    /* Correctly signed, but not JSON objects. */
+    const void *parts[4] = {"[1]", "{}", "{}", "{}"};
+    size_t plens[4] = {3, 2, 2, 2};
+    char sig[WIRE_SIG_HEX + 1];
+    wire_sign(&auth, parts, plens, sig);
+    const void *fr[6] = {WIRE_DELIM, sig, parts[0], parts[1], parts[2], parts[3]};
+    size_t fl[6] = {9, 64, 3, 2, 2, 2};
+    CHECK_EQ_INT(wire_decode(&auth, NULL, fr, fl, 6, &m), WIRE_ERR_JSON);
+    wire_auth_free(&auth);
+}
+
+static void s_check_replay_bounded(void)
+{
+    wire_replay_t *r = wire_replay_new();
+    char hex[WIRE_SIG_HEX + 1];
+    unsigned char bin[32];
+    memset(bin, 0, sizeof bin);
+    sodium_bin2hex(hex, sizeof hex, bin, sizeof bin);
+    CHECK(!wire_replay_seen(r, hex));
+    CHECK(wire_replay_seen(r, hex));
+    /* After 3 windows of other signatures the first is forgotten: memory stays bounded. */
+    for (unsigned i = 1; i <= 3 * WIRE_REPLAY_WINDOW; i++) {
+        memcpy(bin, &i, sizeof i);
+        bin[31] = 1;
+        char h[WIRE_SIG_HEX + 1];
+        randombytes_buf(bin + 8, 8);
+        sodium_bin2hex(h, sizeof h, bin, sizeof bin);
+        wire_replay_seen(r, h);
+    }
+    memset(bin, 0, sizeof bin);
+    sodium_bin2hex(hex, sizeof hex, bin, sizeof bin);
+    CHECK(!wire_replay_seen(r, hex));
+    wire_replay_destroy(&r);
+}
+
+/* Messages we sign, for Session.deserialize to verify. */
+static void s_write_ours(const char *key, const char *out_path)
+{
+    wire_auth_t auth;
+    wire_auth_init(&auth, key, strlen(key));
+    struct { const char *type, *parent, *content; } ms[] = {
+        {"execute_request", NULL, "{\"code\":\"print('é')\",\"silent\":false,\"store_history\":true,"
+                                  "\"user_expressions\":{},\"allow_stdin\":true,\"stop_on_error\":false}"},
+        {"input_reply", "{\"msg_id\":\"abc\",\"msg_type\":\"input_request\",\"session\":\"s\",\"username\":\"u\","
+                        "\"date\":\"2026-01-01T00:00:00.000001Z\",\"version\":\"5.3\"}", "{\"value\":\"Alice\"}"},
+        {"kernel_info_request", NULL, NULL},
+    };
+    json_object *arr = json_object_new_array();
+    wire_out_t o;
+    wire_out_init(&o);
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        wire_encode(&o, &auth, "0123456789abcdef0123456789abcdef", ms[i].type, ms[i].parent, ms[i].content);
+        CHECK_EQ_INT(strlen(o.msg_id), WIRE_ID_LEN);
+        json_object *frames = json_object_new_array();
+        const void *ptr[6] = {WIRE_DELIM, o.sig, wire_out_part(&o, 0), wire_out_part(&o, 1), wire_out_part(&o, 2),
+                              wire_out_part(&o, 3)};
+        size_t len[6] = {9, strlen(o.sig), o.len[0], o.len[1], o.len[2], o.len[3]};
+        for (int k = 0; k < 6; k++) {
+            size_t cap = sodium_base64_encoded_len(len[k], sodium_base64_VARIANT_ORIGINAL);
+            char *b64 = xmalloc(cap);
+            sodium_bin2base64(b64, cap, ptr[k], len[k], sodium_base64_VARIANT_ORIGINAL);
+            json_object_array_add(frames, json_object_new_string(b64));
+            free(b64);
+        }
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "frames", frames);
+        json_object_object_add(e, "msg_type", json_object_new_string(ms[i].type));
+        json_object_object_add(e, "msg_id", json_object_new_string(o.msg_id));
+        json_object_array_add(arr, e);
+    }
+    const char *text = json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN);
+    CHECK_EQ_INT(fileio_write_atomic(out_path, text, strlen(text), 0600), 0);
+    json_object_put(arr);
+    wire_out_free(&o);
+    wire_auth_free(&auth);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_wire VECTORS.json OUT.json (run through wire_interop.py)\n");
+        return 2;
+    }
+    if (sodium_init() < 0)
+        return 1;
+    size_t len = 0;
+    char *text = fileio_read(argv[1], 64u << 20, &len);
+    json_object *root = text ? json_tokener_parse(text) : NULL;
+    CHECK(root != NULL);
+    json_object *sets = NULL, *key = NULL;
+    if (root && json_object_object_get_ex(root, "sets", &sets)) {
+        for (size_t i = 0; i < json_object_array_length(sets); i++)
+            s_check_vectors(json_object_array_get_idx(sets, i));
+    }
+    s_check_malformed();
+    s_check_replay_bounded();
+    if (root && json_object_object_get_ex(root, "our_key", &key))
+        s_write_ours(json_object_get_string(key), argv[2]);
+    json_object_put(root);
+    free(text);
+    return check_report("test_wire");
+}
