@@ -179,6 +179,8 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
     if (st.wire.dropped)
         buf_printf(b, "\nrejected kernel messages: %lu (bad signature %lu, replayed %lu)", st.wire.dropped,
                    st.wire.bad_sig, st.wire.replayed);
+    if (st.connection_file && !st.attached)
+        buf_printf(b, "\nconnection file: %s", st.connection_file);
     if (st.log_path)
         buf_printf(b, "\nkernel log: %s", st.log_path);
 }

@@ -1,0 +1,101 @@
+// How the kernel is started: working directory, process group, parent pid,
+// connection file permissions, and which Python (venv detection).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, symlinkSync, writeFileSync, statSync, existsSync, rmSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { connect, run, ctl, until } from './lib.mjs';
+
+test('the kernel runs in --cwd, leads its own process group, and knows its parent', async () => {
+  const h = await connect();
+  try {
+    const r = await run(h, 'import os\nprint(os.getcwd())\nprint(os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())\nprint(os.environ.get("JPY_PARENT_PID"))');
+    const [cwd, group, parent] = r.text.split('\n');
+    assert.equal(cwd, h.dir);
+    assert.equal(group, 'True True');
+    assert.equal(Number(parent), h.pid());
+  } finally {
+    await h.close();
+  }
+});
+
+test('the connection file is 0600 while the kernel runs and removed at exit', async () => {
+  const h = await connect();
+  let file;
+  try {
+    await run(h, 'pass');
+    const st = await ctl(h, 'status');
+    file = /connection file: (.+)/.exec(st.text)[1];
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+  } finally {
+    await h.close();
+  }
+  await until(() => !existsSync(file), 1000, 'the connection file to be removed');
+});
+
+function fakeVenv(root, withIpykernel) {
+  // A venv-shaped directory whose python is the system one (which has
+  // ipykernel); the site-packages marker is what rat-py looks for.
+  const venv = path.join(root, '.venv');
+  mkdirSync(path.join(venv, 'bin'), { recursive: true });
+  symlinkSync('/usr/bin/python3', path.join(venv, 'bin', 'python'));
+  const sp = path.join(venv, 'lib', 'python3.11', 'site-packages');
+  mkdirSync(sp, { recursive: true });
+  if (withIpykernel) {
+    mkdirSync(path.join(sp, 'ipykernel'));
+    writeFileSync(path.join(sp, 'ipykernel', '__init__.py'), '');
+  }
+  return venv;
+}
+
+test('a .venv with ipykernel in a parent of --cwd runs the kernel, and status says so', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'rat-venv-'));
+  const venv = fakeVenv(root, true);
+  const sub = path.join(root, 'project', 'src');
+  mkdirSync(sub, { recursive: true });
+  const env = { ...process.env };
+  delete env.VIRTUAL_ENV;
+  const h = await connect({ args: ['--cwd', sub], env });
+  try {
+    const r = await run(h, 'import sys; print(sys.executable)');
+    assert.equal(r.text.split('\n')[0], path.join(venv, 'bin', 'python'));
+    const st = await ctl(h, 'status');
+    assert.match(st.text, new RegExp(`environment: venv ${venv} \\(\\.venv\\)`));
+    assert.match(st.text, new RegExp(`interpreter: ${venv}/bin/python`));
+  } finally {
+    await h.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a venv without ipykernel is skipped, and status says why and how to fix it', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'rat-venv-'));
+  const venv = fakeVenv(root, false);
+  const h = await connect({ env: { VIRTUAL_ENV: venv } });
+  try {
+    const r = await run(h, 'import sys; print(sys.executable)');
+    assert.equal(r.text.split('\n')[0], '/usr/bin/python3');
+    const st = await ctl(h, 'status');
+    assert.match(st.text, /lacks ipykernel, so the python3 kernelspec is used; to run in the venv: .*python -m pip install ipykernel/);
+  } finally {
+    await h.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('--python picks the interpreter; a missing one is a clear start-up error', async () => {
+  const h = await connect({ args: ['--python', '/usr/bin/python3'] });
+  try {
+    const r = await run(h, 'import sys; print(sys.executable)');
+    assert.equal(r.text.split('\n')[0], '/usr/bin/python3');
+  } finally {
+    await h.close();
+  }
+  const { spawnSync } = await import('node:child_process');
+  const { RAT } = await import('./lib.mjs');
+  const p = spawnSync(RAT, ['--python', '/no/such/python'], { input: '', encoding: 'utf8' });
+  assert.equal(p.status, 2);
+  assert.equal(p.stdout, '');
+  assert.match(p.stderr, /--python \/no\/such\/python: no such executable/);
+});
