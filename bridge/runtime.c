@@ -54,21 +54,29 @@ struct runtime_exec {
     runtime_exec_t *next;          /* in runtime->execs, oldest first */
 };
 
-typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET } s_req_kind_t;
+typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER } s_req_kind_t;
 
 typedef struct s_req {
     char msg_id[WIRE_ID_LEN + 1];
     s_req_kind_t kind;
     runtime_exec_t *ex;            /* REQ_SNAPSHOT */
     runtime_done_fn *done;         /* REQ_RESET */
+    runtime_reply_fn *reply;       /* REQ_QUERY */
+    runtime_text_fn *text;         /* REQ_HELPER */
     void *ud;
     bool all;
     struct s_req *next;
 } s_req_t;
 
+/* A reset, query or helper call waiting for the kernel to be ready. */
 typedef struct s_pending_reset {
+    s_req_kind_t kind;             /* REQ_RESET, REQ_QUERY or REQ_HELPER */
     bool all;
+    char *msg_type, *content;      /* REQ_QUERY; owned */
+    char *expr;                    /* REQ_HELPER; owned */
     runtime_done_fn *done;
+    runtime_reply_fn *reply;
+    runtime_text_fn *text;
     void *ud;
     struct s_pending_reset *next;
 } s_pending_reset_t;
@@ -86,6 +94,9 @@ struct runtime {
     s_kstate_t kstate;
     char *fail_reason;             /* owned, when ST_FAILED */
     char *language;                /* owned: from kernel_info, else the spec */
+    char *implementation;          /* owned: kernel_info implementation, e.g. "ipython" */
+    json_object *snapshot;         /* owned: last {"vars", "rows"} from the helper */
+    long snapshot_exec;
     const lang_t *lang;
     runtime_exec_t *execs;         /* owned list */
     runtime_exec_t *current;       /* borrowed from execs */
@@ -137,22 +148,40 @@ static const char *s_state_text(runtime_t *self)
     return "idle";
 }
 
-/* Reads {"vars": N} from a reply's user_expressions["rat"]. Returns -1 when absent. */
-static long s_parse_snapshot(json_object *content)
+/* The helper's user_expressions["rat"] text/plain from a reply, or NULL. */
+static const char *s_user_expr(json_object *content, const char **err)
 {
     json_object *ue = NULL, *rat = NULL, *data = NULL, *plain = NULL;
-    if (!json_object_object_get_ex(content, "user_expressions", &ue) ||
-        !json_object_object_get_ex(ue, "rat", &rat) ||
-        !json_object_object_get_ex(rat, "data", &data) ||
-        !json_object_object_get_ex(data, "text/plain", &plain) || !json_object_is_type(plain, json_type_string))
-        return -1;
-    json_object *snap = json_tokener_parse(json_object_get_string(plain));
+    if (!json_object_object_get_ex(content, "user_expressions", &ue) || !json_object_object_get_ex(ue, "rat", &rat))
+        return NULL;
+    const char *status = wire_get_str(rat, "status");
+    if (status && strcmp(status, "ok") != 0) {
+        if (err)
+            *err = wire_get_str(rat, "evalue");
+        return NULL;
+    }
+    if (!json_object_object_get_ex(rat, "data", &data) || !json_object_object_get_ex(data, "text/plain", &plain) ||
+        !json_object_is_type(plain, json_type_string))
+        return NULL;
+    return json_object_get_string(plain);
+}
+
+/* Keeps the snapshot carried by a reply (if any) and returns its var count
+ * (-1 when the reply had none). */
+static long s_take_snapshot(runtime_t *self, json_object *content)
+{
+    const char *text = s_user_expr(content, NULL);
+    json_object *snap = text ? json_tokener_parse(text) : NULL;
     json_object *v = NULL;
-    long vars = -1;
-    if (snap && json_object_object_get_ex(snap, "vars", &v) && json_object_is_type(v, json_type_int))
-        vars = (long)json_object_get_int64(v);
-    json_object_put(snap);
-    return vars;
+    if (!snap || !json_object_object_get_ex(snap, "vars", &v) || !json_object_is_type(v, json_type_int)) {
+        json_object_put(snap);
+        return -1;
+    }
+    json_object_put(self->snapshot);
+    self->snapshot = snap;
+    self->snapshot_exec = self->exec_count;
+    self->vars = (long)json_object_get_int64(v);
+    return self->vars;
 }
 
 /* ------------------------------------------------------------ executions */
@@ -253,16 +282,18 @@ static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id
 
 /* Sends a silent execute (no history, no output broadcast to us) carrying
  * the snapshot expression. */
-static int s_send_silent(runtime_t *self, const char *code, char id_out[WIRE_ID_LEN + 1])
+static int s_send_silent(runtime_t *self, const char *code, const char *expr, char id_out[WIRE_ID_LEN + 1])
 {
     buf_t b;
     buf_init(&b, 0);
     buf_puts(&b, "{\"code\":");
     buf_put_json_str(&b, code, strlen(code));
     buf_puts(&b, ",\"silent\":true,\"store_history\":false,\"user_expressions\":{");
-    if (self->lang && self->lang->snapshot_expr) {
+    if (!expr && self->lang)
+        expr = self->lang->snapshot_expr;
+    if (expr) {
         buf_puts(&b, "\"rat\":");
-        buf_put_json_str(&b, self->lang->snapshot_expr, strlen(self->lang->snapshot_expr));
+        buf_put_json_str(&b, expr, strlen(expr));
     }
     buf_puts(&b, "},\"allow_stdin\":false,\"stop_on_error\":false}");
     int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id_out);
@@ -441,9 +472,7 @@ static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     ex->got_reply = true;
     if (status && strcmp(status, "ok") == 0) {
         ex->outcome = RUNTIME_OK;
-        long vars = s_parse_snapshot(c);
-        if (vars >= 0)
-            self->vars = vars;
+        s_take_snapshot(self, c);
         ex->vars = self->vars;
     } else if (status && strcmp(status, "aborted") == 0) {
         ex->outcome = RUNTIME_ABORTED;
@@ -456,7 +485,7 @@ static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         /* user_expressions are skipped after an error: ask for the count with
          * a silent request so the footer stays true. */
         char id[WIRE_ID_LEN + 1];
-        if (self->lang && self->lang->snapshot_expr && s_send_silent(self, "", id) == 0) {
+        if (self->lang && self->lang->snapshot_expr && s_send_silent(self, "", NULL, id) == 0) {
             s_req_t *r = s_req_add(self, REQ_SNAPSHOT, id);
             r->ex = ex;
             ex->snapshot_timer = loop_timer(self->loop, SNAPSHOT_TIMEOUT_MS, s_snapshot_timeout, ex);
@@ -502,10 +531,22 @@ static void s_req_reply(runtime_t *self, wire_msg_t *m)
     *pp = r->next;
     const char *status = wire_get_str(m->content, "status");
     bool ok = status && strcmp(status, "ok") == 0;
-    long vars = s_parse_snapshot(m->content);
-    if (vars >= 0)
-        self->vars = vars;
+    if (r->kind != REQ_QUERY && r->kind != REQ_HELPER)
+        s_take_snapshot(self, m->content);
     switch (r->kind) {
+    case REQ_QUERY:
+        if (r->reply)
+            r->reply(r->ud, m->content, NULL);
+        break;
+    case REQ_HELPER: {
+        const char *err = NULL;
+        const char *text = s_user_expr(m->content, &err);
+        if (!ok && !err)
+            err = wire_get_str(m->content, "evalue");
+        if (r->text)
+            r->text(r->ud, text, text ? NULL : (err ? err : "the helper gave no answer"));
+        break;
+    }
     case REQ_INSTALL:
         if (!ok)
             log_warn("the kernel-side helper failed to install (%s); variable counts are unavailable",
@@ -583,8 +624,39 @@ static void s_drop_reqs(runtime_t *self, const char *why)
         self->reqs = r->next;
         if (r->kind == REQ_RESET && r->done)
             r->done(r->ud, false, why);
+        else if (r->kind == REQ_QUERY && r->reply)
+            r->reply(r->ud, NULL, why);
+        else if (r->kind == REQ_HELPER && r->text)
+            r->text(r->ud, NULL, why);
         free(r);
     }
+}
+
+static void s_pending_free(s_pending_reset_t *p)
+{
+    free(p->msg_type);
+    free(p->content);
+    free(p->expr);
+    free(p);
+}
+
+static void s_pending_fail(s_pending_reset_t *p, const char *why)
+{
+    if (p->kind == REQ_RESET && p->done)
+        p->done(p->ud, false, why);
+    else if (p->kind == REQ_QUERY && p->reply)
+        p->reply(p->ud, NULL, why);
+    else if (p->kind == REQ_HELPER && p->text)
+        p->text(p->ud, NULL, why);
+    s_pending_free(p);
+}
+
+static void s_defer(runtime_t *self, s_pending_reset_t *p)
+{
+    s_pending_reset_t **pp = &self->pending_resets;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = p;
 }
 
 static void s_pump_timer(loop_t *loop, void *ud)
@@ -614,7 +686,7 @@ static void s_pump(runtime_t *self)
 static void s_do_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
 {
     char id[WIRE_ID_LEN + 1];
-    if (s_send_silent(self, all ? self->lang->reset_all_code : self->lang->reset_code, id) < 0) {
+    if (s_send_silent(self, all ? self->lang->reset_all_code : self->lang->reset_code, NULL, id) < 0) {
         done(ud, false, "could not reach the kernel");
         return;
     }
@@ -633,8 +705,13 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
         free(self->language);
         self->language = xstrdup(json_object_get_string(name));
     }
+    const char *impl = wire_get_str(info, "implementation");
+    free(self->implementation);
+    self->implementation = xstrdup(impl ? impl : "");
     self->lang = lang_find(self->language);
     self->kstate = ST_READY;
+    json_object_put(self->snapshot);
+    self->snapshot = NULL;
     self->rev++;
     self->vars = self->lang ? 0 : -1;
     if (self->lang && self->lang->install) {
@@ -644,7 +721,7 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
         buf_init(&b, 0);
         self->lang->install(&b);
         char id[WIRE_ID_LEN + 1];
-        if (s_send_silent(self, b.data, id) == 0)
+        if (s_send_silent(self, b.data, NULL, id) == 0)
             s_req_add(self, REQ_INSTALL, id);
         buf_free(&b);
     }
@@ -653,11 +730,19 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
         self->restart_done = NULL;
         done(self->restart_ud, true, "0");
     }
-    while (self->pending_resets && self->lang) {
+    while (self->pending_resets && self->kstate == ST_READY) {
         s_pending_reset_t *p = self->pending_resets;
         self->pending_resets = p->next;
-        s_do_reset(self, p->all, p->done, p->ud);
-        free(p);
+        if (p->kind == REQ_RESET)
+            runtime_reset(self, p->all, p->done, p->ud);
+        else if (p->kind == REQ_QUERY)
+            runtime_query(self, p->msg_type, p->content, p->reply, p->ud);
+        else
+            runtime_call_helper(self, p->expr, p->text, p->ud);
+        p->done = NULL;
+        p->reply = NULL;
+        p->text = NULL;
+        s_pending_free(p);
     }
     s_pump(self);
 }
@@ -685,6 +770,8 @@ static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
             s_exec_input(self, ex, m);
         break;
     case KCHAN_CONTROL:
+        s_req_reply(self, m);
+        break;
     case KCHAN_COUNT:
         break;
     }
@@ -700,8 +787,7 @@ static void s_flush_pending(runtime_t *self, const char *why)
     while (self->pending_resets) {
         s_pending_reset_t *p = self->pending_resets;
         self->pending_resets = p->next;
-        p->done(p->ud, false, why);
-        free(p);
+        s_pending_fail(p, why);
     }
     s_drop_reqs(self, why);
 }
@@ -859,6 +945,8 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     free(self->env_note);
     free(self->fail_reason);
     free(self->language);
+    free(self->implementation);
+    json_object_put(self->snapshot);
     free(self->last_death);
     free(self);
     *self_p = NULL;
@@ -970,19 +1058,16 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
 
 void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
 {
-    if (self->current || self->execs) {
-        for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
-            if (ex->state != RUNTIME_EXEC_DONE) {
-                char text[256];
-                runtime_exec_t *cur = self->current ? self->current : ex;
-                snprintf(text, sizeof text,
-                         "BUSY: exec #%ld is %s; reset needs an idle kernel (ctl cancel stops it)",
-                         cur->number ? cur->number : (long)cur->id,
-                         cur->state == RUNTIME_EXEC_INPUT ? "waiting for input" : "running");
-                done(ud, false, text);
-                return;
-            }
-        }
+    /* Only running code blocks a reset; runs still queued (possible while
+     * the kernel starts) execute after it, in order. */
+    runtime_exec_t *cur = self->current;
+    if (cur) {
+        char text[256];
+        snprintf(text, sizeof text, "BUSY: exec #%ld is %s; reset needs an idle kernel (ctl cancel stops it)",
+                 cur->number ? cur->number : (long)cur->id,
+                 cur->state == RUNTIME_EXEC_INPUT ? "waiting for input" : "running");
+        done(ud, false, text);
+        return;
     }
     if (self->kstate == ST_READY && !self->lang) {
         done(ud, false, "reset is not available for this kernel's language; ctl restart gives a fresh one");
@@ -996,13 +1081,11 @@ void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
             return;
         }
         s_pending_reset_t *p = xcalloc(1, sizeof *p);
+        p->kind = REQ_RESET;
         p->all = all;
         p->done = done;
         p->ud = ud;
-        s_pending_reset_t **pp = &self->pending_resets;
-        while (*pp)
-            pp = &(*pp)->next;
-        *pp = p;
+        s_defer(self, p);
         return;
     }
     s_do_reset(self, all, done, ud);
@@ -1040,6 +1123,107 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
 const char *runtime_language(runtime_t *self)
 {
     return self->language;
+}
+
+json_object *runtime_snapshot(runtime_t *self, long *exec_count)
+{
+    if (exec_count)
+        *exec_count = self->snapshot_exec;
+    return self->snapshot;
+}
+
+bool runtime_has_helper(runtime_t *self)
+{
+    return self->lang != NULL;
+}
+
+bool runtime_idle(runtime_t *self)
+{
+    if (self->kstate != ST_READY || self->current)
+        return false;
+    for (runtime_exec_t *ex = self->execs; ex; ex = ex->next)
+        if (ex->state != RUNTIME_EXEC_DONE)
+            return false;
+    return true;
+}
+
+/* Requests before the kernel is ready wait for it; a failed kernel is
+ * restarted for them like for a run. Returns true when p was deferred or
+ * failed (and consumed), false when the kernel is ready now. */
+static bool s_wait_ready(runtime_t *self, s_pending_reset_t *p)
+{
+    if (self->kstate == ST_READY) {
+        return false;
+    }
+    if (self->kstate == ST_FAILED && !self->existing)
+        s_start_kernel(self);
+    if (self->kstate == ST_FAILED) {
+        s_pending_fail(p, self->fail_reason);
+        return true;
+    }
+    s_defer(self, p);
+    return true;
+}
+
+void runtime_query(runtime_t *self, const char *msg_type, const char *content, runtime_reply_fn *cb, void *ud)
+{
+    s_pending_reset_t *p = xcalloc(1, sizeof *p);
+    p->kind = REQ_QUERY;
+    p->msg_type = xstrdup(msg_type);
+    p->content = xstrdup(content);
+    p->reply = cb;
+    p->ud = ud;
+    if (s_wait_ready(self, p))
+        return;
+    kchan_t ch = KCHAN_SHELL;
+    if (!runtime_idle(self)) {
+        /* The shell channel is busy with the running code. ipykernel also
+         * answers shell requests on control, which has its own thread. */
+        if (!self->implementation || strcmp(self->implementation, "ipython") != 0) {
+            s_pending_fail(p, "busy: the kernel answers only after the running code finishes");
+            return;
+        }
+        ch = KCHAN_CONTROL;
+    }
+    char id[WIRE_ID_LEN + 1];
+    if (kernel_send(self->kernel, ch, msg_type, content, NULL, id) < 0) {
+        s_pending_fail(p, "could not reach the kernel");
+        return;
+    }
+    s_req_t *r = s_req_add(self, REQ_QUERY, id);
+    r->reply = cb;
+    r->ud = ud;
+    p->reply = NULL;
+    s_pending_free(p);
+}
+
+void runtime_call_helper(runtime_t *self, const char *expr, runtime_text_fn *cb, void *ud)
+{
+    s_pending_reset_t *p = xcalloc(1, sizeof *p);
+    p->kind = REQ_HELPER;
+    p->expr = xstrdup(expr);
+    p->text = cb;
+    p->ud = ud;
+    if (s_wait_ready(self, p))
+        return;
+    if (!self->lang) {
+        s_pending_fail(p, "no helper for this kernel's language");
+        return;
+    }
+    if (!runtime_idle(self)) {
+        s_pending_fail(p, "busy");
+        return;
+    }
+    char id[WIRE_ID_LEN + 1];
+    if (s_send_silent(self, "", expr, id) < 0) {
+        s_pending_fail(p, "could not reach the kernel");
+        return;
+    }
+    s_req_t *r = s_req_add(self, REQ_HELPER, id);
+    r->text = cb;
+    r->ud = ud;
+    p->text = NULL;
+    s_pending_free(p);
 }
 
 /* ------------------------------------------------------------ executions */

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <json-c/json.h>
 
 #include "kernel_conn.h"
 #include "loop.h"
@@ -87,6 +88,10 @@ typedef struct {
 } runtime_status_t;
 
 typedef void (runtime_done_fn)(void *ud, bool ok, const char *text);
+/* Reply to runtime_query: content (borrowed) or NULL with err. */
+typedef void (runtime_reply_fn)(void *ud, json_object *content, const char *err);
+/* Result of runtime_call_helper: the expression's text/plain, or NULL with err. */
+typedef void (runtime_text_fn)(void *ud, const char *text, const char *err);
 
 /* Starts the kernel in the background; returns at once. NULL with err filled
  * when the configuration is unusable (e.g. no such kernelspec). */
@@ -112,6 +117,22 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud);
  * while something runs. done gets the new variable count in the text. */
 void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud);
 void runtime_status(runtime_t *self, runtime_status_t *out);
+/* Sends a request (complete_request, inspect_request, ...) and calls cb with
+ * the reply. Idle: on shell. While code runs: on control when the kernel
+ * answers requests there (ipykernel), else cb gets a "busy" error at once.
+ * While the kernel starts, the request waits for it. */
+void runtime_query(runtime_t *self, const char *msg_type, const char *content, runtime_reply_fn *cb, void *ud);
+/* Evaluates an expression of the language helper (silently, no history)
+ * and returns its text/plain. Needs an idle kernel with a helper; cb gets an
+ * error otherwise. */
+void runtime_call_helper(runtime_t *self, const char *expr, runtime_text_fn *cb, void *ud);
+/* The state snapshot taken after the last execution ({"vars": N, "rows":
+ * [...]}; borrowed, NULL if none) and the execution count it belongs to. */
+json_object *runtime_snapshot(runtime_t *self, long *exec_count);
+/* Whether the kernel has a helper for its language (variables, drill-down). */
+bool runtime_has_helper(runtime_t *self);
+/* Whether the kernel is ready and nothing runs or waits in the queue. */
+bool runtime_idle(runtime_t *self);
 const char *runtime_language(runtime_t *self);
 /* Whether the kernel can be restarted by us. */
 bool runtime_can_restart(const runtime_t *self, const char **why);

@@ -186,6 +186,7 @@ int server_run_stdio(const config_t *cfg)
     tools_ctx_t ctx = {.loop = loop, .rt = app.rt, .assets_dir = assets, .started_ms = loop_now_ms()};
     mcp = mcp_server_new("rat-py", RAT_VERSION, tools_instructions());
     tool_run_register(mcp, &ctx);
+    tool_look_register(mcp, &ctx);
     tool_ctl_register(mcp, &ctx);
     tr = transport_stdio_new(loop, mcp, STDIN_FILENO, STDOUT_FILENO, s_on_eof, &app);
     if (loop_run(loop) < 0)

@@ -15,5 +15,12 @@ void textfmt_duration(char *out, size_t outlen, int64_t ms);
 void textfmt_count(buf_t *b, long n, const char *singular, const char *plural);
 /* Appends the footer; vars < 0 means unknown. */
 void textfmt_footer(buf_t *b, bool ok, int64_t ms, long vars, long assets);
+/* A completion's signature the way Python's inspect.signature prints it:
+ * Jedi's "(x: SupportsFloat, /) -> float" for label "sqrt" becomes
+ * "sqrt(x, /)" (annotations and the return type dropped, defaults kept).
+ * Appends nothing for an empty signature. */
+void textfmt_signature(buf_t *b, const char *label, const char *sig);
+/* Appends s padded with spaces to `width` display columns. */
+void textfmt_pad(buf_t *b, const char *s, size_t width);
 
 #endif

@@ -378,6 +378,8 @@ const char *tools_instructions(void)
            "- run(code): execute code; the result is the output, then a footer like `✓ 3ms | 2 vars` "
            "(✗ on error). If it says INPUT REQUESTED, answer with run(input=\"...\"). Long runs return "
            "after `wait` seconds with `⏳ running`: follow with ctl(op=\"wait\") or stop with ctl(op=\"cancel\").\n"
+           "- look(): the variables; look(at=\"x\") inspects x (drill down: data.scores.0, model.layers.0); "
+           "look(code=\"math.sq\", cursor=7) completes.\n"
            "- ctl(op): reset (clear variables), cancel (interrupt), restart (fresh interpreter), "
            "status, wait.";
 }

@@ -23,6 +23,7 @@ typedef struct {
 
 void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx);
 void tool_ctl_register(mcp_server_t *srv, tools_ctx_t *ctx);
+void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx);
 
 /* Follows ex on behalf of call until it finishes, asks for input, or wait_s
  * elapses, then finishes call with the standard run text. Used by run and

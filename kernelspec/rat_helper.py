@@ -6,11 +6,30 @@
 # user_expressions return the text/plain repr of the value, so every entry
 # point returns a _J, whose repr is JSON text.
 #
-# Everything here must be cheap and bounded: snap() runs after every
-# execution.
+# Everything here is bounded, whatever the user's objects do: containers are
+# never repr'd whole (reprlib-style limits, no recursion past a few levels),
+# big numpy/pandas objects are summarized from their shape, user __repr__,
+# __len__ and friends are called under try/except and a time limit, and
+# properties are never evaluated while listing children.
 import json as _json
+import reprlib as _reprlib
+import signal as _signal
 import sys as _sys
+import threading as _threading
 import types as _types
+
+OVERVIEW_ROWS = 25     # rows in the variables overview
+OVERVIEW_VALUE = 80    # chars of a value in the overview
+REPR_MAX = 300         # chars of the `= repr` line
+CHILD_ROWS = 20        # children listed by inspect
+CHILD_VALUE = 60       # chars of a child's value
+DOC_MAX = 500          # chars of a docstring
+SNAP_TIME = 0.25       # seconds for the overview rows (snap runs after every execution)
+INSPECT_TIME = 1.0     # seconds for one inspect()
+
+# Types whose __repr__ once blew the time limit: never repr'd again in the
+# overview (that runs after every execution, so it must stay fast).
+_slow_types = set()
 
 
 class _J(object):
@@ -23,10 +42,211 @@ class _J(object):
         return self.s
 
 
+class _Timeout(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Timeout()
+
+
+class _limit(object):
+    """Interrupts the body after `seconds` (main thread only: signals)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.armed = _threading.current_thread() is _threading.main_thread()
+        if self.armed:
+            self.old = _signal.signal(_signal.SIGALRM, _on_alarm)
+            _signal.setitimer(_signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        if self.armed:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            _signal.signal(_signal.SIGALRM, self.old)
+        return False
+
 
 def _shell():
     from IPython import get_ipython
     return get_ipython()
+
+
+def _mod_class(modname, clsname):
+    """A class from an already imported module, or None (never imports)."""
+    m = _sys.modules.get(modname)
+    return getattr(m, clsname, None) if m is not None else None
+
+
+def _np_array():
+    return _mod_class("numpy", "ndarray")
+
+
+def _pd(name):
+    return _mod_class("pandas", name)
+
+
+def _isinst(obj, cls):
+    try:
+        return cls is not None and isinstance(obj, cls)
+    except Exception:
+        return False
+
+
+def _cut(s, n):
+    if "\n" in s or "\r" in s:
+        s = " ".join(part.strip() for part in s.splitlines())
+    return s if len(s) <= n else s[: max(n - 3, 0)] + "..."
+
+
+def _safe_len(obj):
+    try:
+        n = len(obj)
+        return n if isinstance(n, int) and n >= 0 else None
+    except Exception:
+        return None
+
+
+class _Repr(_reprlib.Repr):
+    """reprlib with our limits, safe for any object."""
+
+    def __init__(self, width):
+        _reprlib.Repr.__init__(self)
+        self.maxlevel = 3
+        self.maxdict = 8
+        self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = self.maxdeque = self.maxarray = 10
+        self.maxstring = max(width, 20)
+        self.maxlong = 40
+        self.maxother = max(width, 20)
+
+    def repr1(self, x, level):
+        special = _summary(x)
+        if special is not None:
+            return special
+        try:
+            return _reprlib.Repr.repr1(self, x, level)
+        except _Timeout:
+            raise
+        except Exception as e:
+            return "<repr failed: %s>" % type(e).__name__
+
+    # reprlib sorts dicts and sets before cutting them: O(n log n) on a
+    # million keys, and not the order the user sees. Take the first items in
+    # iteration order instead.
+    def repr_dict(self, x, level):
+        n = len(x)
+        if n == 0:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        import itertools
+        parts = []
+        for k in itertools.islice(dict.keys(x), self.maxdict):
+            parts.append("%s: %s" % (self.repr1(k, level - 1), self.repr1(dict.__getitem__(x, k), level - 1)))
+        if n > self.maxdict:
+            parts.append("...")
+        return "{%s}" % ", ".join(parts)
+
+    def _repr_iter(self, x, level, left, right, maxn):
+        n = len(x)
+        if n == 0:
+            return left + right if left != "{" else "%s()" % type(x).__name__
+        if level <= 0:
+            return left + "..." + right
+        import itertools
+        parts = [self.repr1(v, level - 1) for v in itertools.islice(x, maxn)]
+        if n > maxn:
+            parts.append("...")
+        return left + ", ".join(parts) + right
+
+    def repr_set(self, x, level):
+        return self._repr_iter(x, level, "{", "}", self.maxset)
+
+    def repr_frozenset(self, x, level):
+        return "frozenset(" + self._repr_iter(x, level, "{", "}", self.maxfrozenset) + ")"
+
+    def repr_instance(self, x, level):
+        if id(type(x)) in _slow_types:
+            return "<%s object; slow repr>" % type(x).__name__
+        try:
+            s = repr(x)
+        except _Timeout:
+            raise
+        except Exception as e:
+            return "<%s object; repr failed: %s>" % (type(x).__name__, type(e).__name__)
+        if not isinstance(s, str):
+            return "<%s object>" % type(x).__name__
+        return s if len(s) <= self.maxother else s[: self.maxother - 3] + "..."
+
+
+def _summary(x):
+    """A bounded one-line form for objects whose repr is big or costly."""
+    nd = _np_array()
+    if _isinst(x, nd):
+        try:
+            if x.size <= 20:
+                return _cut(repr(x), 200)
+            import numpy
+            with numpy.printoptions(threshold=10, edgeitems=3, linewidth=10 ** 6):
+                return _cut(repr(x), 200)
+        except Exception:
+            return "<ndarray>"
+    df = _pd("DataFrame")
+    if _isinst(x, df):
+        try:
+            cols = ", ".join(str(c) for c in list(x.columns[:8]))
+            more = ", ..." if x.shape[1] > 8 else ""
+            return "<DataFrame %d rows × %d cols: %s%s>" % (x.shape[0], x.shape[1], cols, more)
+        except Exception:
+            return "<DataFrame>"
+    se = _pd("Series")
+    if _isinst(x, se):
+        try:
+            head = ", ".join(_cut(repr(v), 20) for v in list(x.iloc[:5]))
+            more = ", ..." if len(x) > 5 else ""
+            return "<Series %d rows, %s: %s%s>" % (len(x), x.dtype, head, more)
+        except Exception:
+            return "<Series>"
+    return None
+
+
+def _value(x, width):
+    try:
+        return _cut(_Repr(width).repr(x), width)
+    except _Timeout:
+        raise
+    except Exception as e:
+        return "<repr failed: %s>" % type(e).__name__
+
+
+def _size(x):
+    """('(3 items)' style size, is_container) for the header/type column."""
+    nd = _np_array()
+    if _isinst(x, nd):
+        try:
+            return "%s %s" % (x.dtype, tuple(x.shape)), True
+        except Exception:
+            return None, True
+    if _isinst(x, _pd("DataFrame")):
+        try:
+            return "(%d rows × %d cols)" % x.shape, True
+        except Exception:
+            return None, True
+    if _isinst(x, _pd("Series")):
+        try:
+            return "(%d rows, %s)" % (len(x), x.dtype), True
+        except Exception:
+            return None, True
+    if isinstance(x, (str, bytes, bytearray)):
+        n = len(x)
+        return "(%d %s)" % (n, "chars" if isinstance(x, str) else "bytes"), False
+    if isinstance(x, (dict, list, tuple, set, frozenset, range)) or type(x).__name__ == "deque":
+        n = _safe_len(x)
+        return ("(%d item%s)" % (n, "" if n == 1 else "s")) if n is not None else None, True
+    return None, False
 
 
 def _user_names(ip):
@@ -38,7 +258,307 @@ def _user_names(ip):
             if not k.startswith("_") and k not in hidden and not isinstance(v, mod)]
 
 
+def _type_name(x):
+    try:
+        return type(x).__name__
+    except Exception:
+        return "?"
+
+
+def _row(k, v):
+    val = _value(v, OVERVIEW_VALUE)
+    size, container = _size(v)
+    t = _type_name(v)
+    # Sizes where they help: always for arrays and frames, and for containers
+    # too big to show whole.
+    if size and container:
+        n = _safe_len(v)
+        if (n is not None and n > 8) or _isinst(v, _np_array()) or _isinst(v, _pd("DataFrame")) \
+                or _isinst(v, _pd("Series")):
+            t = "%s %s" % (t, size)
+    return [k, t, val]
+
+
 def snap():
-    """State after an execution: the number of user variables."""
+    """State after an execution: the variable count and the overview rows."""
     ip = _shell()
-    return _J({"vars": len(_user_names(ip))})
+    names = _user_names(ip)
+    out = {"vars": len(names), "rows": []}
+    import heapq
+    ns = ip.user_ns
+    todo = heapq.nsmallest(OVERVIEW_ROWS, names)
+    i = 0
+    budget = SNAP_TIME
+    while i < len(todo):
+        k = todo[i]
+        try:
+            with _limit(budget):
+                while i < len(todo):
+                    k = todo[i]
+                    out["rows"].append(_row(k, ns.get(k)))
+                    i += 1
+        except _Timeout:
+            # Remember the culprit's type so later overviews skip its repr
+            # (this runs after every execution), and go on with the rest.
+            v = ns.get(k)
+            _slow_types.add(id(type(v)))
+            out["rows"].append([k, _type_name(v), "<%s object; slow repr>" % _type_name(v)])
+            i += 1
+            budget = 0.05
+    return _J(out)
+
+
+# ---------------------------------------------------------------- inspect
+
+def _kind(x):
+    import inspect
+    if inspect.ismodule(x):
+        return "module"
+    if inspect.isclass(x):
+        return "class"
+    if inspect.ismethod(x) or inspect.ismethoddescriptor(x):
+        return "method"
+    if inspect.isroutine(x) or callable(x) and isinstance(x, (_types.BuiltinFunctionType, _types.FunctionType)):
+        return "function"
+    return "variable"
+
+
+def _signature(name, x):
+    import inspect
+    try:
+        return name + str(inspect.signature(x))
+    except Exception:
+        return None
+
+
+def _defined_in(x):
+    import inspect
+    try:
+        f = inspect.getsourcefile(x) or inspect.getfile(x)
+    except Exception:
+        return None
+    line = None
+    try:
+        line = inspect.getsourcelines(x)[1]
+    except Exception:
+        pass
+    ip = _shell()
+    try:
+        n = ip.compile._filename_map.get(f)
+        if n is not None:
+            return "exec #%s" % n + (", line %d" % line if line else "")
+    except Exception:
+        pass
+    return f + (":%d" % line if line else "")
+
+
+def _doc(x):
+    import inspect
+    try:
+        d = inspect.getdoc(x)
+    except Exception:
+        d = None
+    if not d:
+        return None
+    return d if len(d) <= DOC_MAX else d[: DOC_MAX - 3] + "..."
+
+
+def _expandable(v):
+    if isinstance(v, (dict, list, tuple)) or type(v).__name__ == "deque":
+        return _safe_len(v) not in (0, None)
+    if _isinst(v, _np_array()):
+        try:
+            return v.size > 0 and v.ndim >= 1
+        except Exception:
+            return False
+    if _isinst(v, _pd("DataFrame")) or _isinst(v, _pd("Series")):
+        return True
+    if isinstance(v, (str, bytes, bytearray, int, float, complex, bool, type(None))):
+        return False
+    if isinstance(v, (_types.ModuleType, type)):
+        return True
+    if isinstance(v, (_types.FunctionType, _types.BuiltinFunctionType, _types.MethodType)):
+        return False
+    try:
+        d = object.__getattribute__(v, "__dict__")
+        return isinstance(d, dict) and len(d) > 0
+    except Exception:
+        return False
+
+
+def _child(name, v):
+    return [name, _type_name(v), _value(v, CHILD_VALUE), _expandable(v)]
+
+
+def _children(x):
+    """Up to CHILD_ROWS (name, type, value, expandable) rows and the count left out."""
+    rows = []
+    total = 0
+    nd = _np_array()
+    if _isinst(x, _pd("DataFrame")):
+        total = x.shape[1]
+        for c in list(x.columns[:CHILD_ROWS]):
+            col = x[c]
+            head = ", ".join(_cut(repr(v), 15) for v in list(col.iloc[:4]))
+            rows.append([_cut(repr(c), 40), str(col.dtype), _cut("[" + head + (", ...]" if len(col) > 4 else "]"), CHILD_VALUE), True])
+    elif _isinst(x, _pd("Series")):
+        total = len(x)
+        for k, v in zip(list(x.index[:CHILD_ROWS]), list(x.iloc[:CHILD_ROWS])):
+            rows.append(_child(_cut(repr(k), 40), v))
+    elif _isinst(x, nd):
+        if x.ndim == 0:
+            return [], 0
+        total = x.shape[0]
+        for i in range(min(total, CHILD_ROWS)):
+            rows.append(_child("[%d]" % i, x[i]))
+    elif isinstance(x, dict):
+        total = len(x)
+        for i, (k, v) in enumerate(dict.items(x)):
+            if i >= CHILD_ROWS:
+                break
+            rows.append(_child(_cut(_Repr(40).repr(k), 40), v))
+    elif isinstance(x, (list, tuple)) or type(x).__name__ == "deque":
+        total = _safe_len(x) or 0
+        for i, v in enumerate(x):
+            if i >= CHILD_ROWS:
+                break
+            rows.append(_child("[%d]" % i, v))
+    elif isinstance(x, (str, bytes, bytearray, int, float, complex, bool, set, frozenset, type(None))):
+        return [], 0
+    else:
+        # Attributes from the instance/module/class dict only: __getattr__
+        # is never consulted and properties are not evaluated (they can run
+        # arbitrary code); they are listed with the value `property`.
+        try:
+            d = object.__getattribute__(x, "__dict__")
+        except Exception:
+            d = {}
+        items = []
+        if isinstance(d, (dict, _types.MappingProxyType)):
+            items = [(k, v) for k, v in list(d.items()) if isinstance(k, str) and not k.startswith("_")]
+        if not isinstance(x, (type, _types.ModuleType)):
+            seen = set(k for k, _ in items)
+            for cls in type(x).__mro__[:6]:
+                for k, v in list(vars(cls).items()):
+                    if isinstance(v, property) and not k.startswith("_") and k not in seen:
+                        seen.add(k)
+                        items.append((k, v))
+        if isinstance(x, _types.ModuleType):
+            items.sort(key=lambda kv: kv[0])
+        total = len(items)
+        for k, v in items[:CHILD_ROWS]:
+            if isinstance(v, property):
+                rows.append([k, "property", "(not evaluated)", False])
+            else:
+                rows.append(_child(k, v))
+    return rows, max(total - len(rows), 0)
+
+
+class _NotFound(Exception):
+    pass
+
+
+def _is_int(s):
+    try:
+        int(s)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _step(obj, seg, shown):
+    t, v = seg.get("t"), seg.get("v")
+    if t in ("key", "index"):
+        try:
+            return obj[v]
+        except Exception:
+            raise _NotFound("%s has no %s %r" % (shown, "key" if t == "key" else "index", v))
+    # A bare name: key of a mapping, index of a sequence, else attribute.
+    if isinstance(obj, dict) or _isinst(obj, _pd("DataFrame")):
+        for key in ([v, int(v)] if _is_int(v) else [v]):
+            try:
+                if isinstance(obj, dict):
+                    return dict.__getitem__(obj, key)
+                return obj[key]
+            except Exception:
+                pass
+        raise _NotFound("%r is not a key of %s" % (v, shown))
+    if _is_int(v) and (isinstance(obj, (list, tuple, str, bytes, range)) or type(obj).__name__ == "deque"
+                       or _isinst(obj, _np_array())):
+        try:
+            return obj[int(v)]
+        except Exception:
+            raise _NotFound("%s has no index %s" % (shown, v))
+    if _isinst(obj, _pd("Series")):
+        try:
+            return obj[v] if v in obj.index else obj.iloc[int(v)]
+        except Exception:
+            raise _NotFound("%r is not in the index of %s" % (v, shown))
+    try:
+        return getattr(obj, v)
+    except _Timeout:
+        raise
+    except Exception:
+        pass
+    try:
+        return obj[int(v) if _is_int(v) else v]
+    except Exception:
+        raise _NotFound("%s has no attribute or key %r" % (shown, v))
+
+
+def _path_text(segs):
+    out = ""
+    for i, s in enumerate(segs):
+        t, v = s.get("t"), s.get("v")
+        if t == "name":
+            out += ("." if i else "") + str(v)
+        elif t == "index":
+            out += "[%d]" % v
+        else:
+            out += "[%r]" % (v,)
+    return out
+
+
+def inspect(segs_json):
+    """Resolves a path (a JSON list of segments made by rat-py) and describes it."""
+    segs = _json.loads(segs_json)
+    ip = _shell()
+    try:
+        with _limit(INSPECT_TIME):
+            first = segs[0].get("v")
+            shown = _path_text(segs[:1])
+            ns = ip.user_ns
+            import builtins
+            if first in ns:
+                obj = ns[first]
+            elif hasattr(builtins, str(first)):
+                obj = getattr(builtins, first)
+            elif first in _sys.modules:
+                obj = _sys.modules[first]
+            else:
+                return _J({"ok": False, "error": "%s: not found" % shown})
+            for i, seg in enumerate(segs[1:], 1):
+                try:
+                    obj = _step(obj, seg, shown)
+                except _NotFound as e:
+                    return _J({"ok": False, "error": "%s: not found (%s)" % (_path_text(segs[: i + 1]), e)})
+                shown = _path_text(segs[: i + 1])
+            kind = _kind(obj)
+            size, _container = _size(obj)
+            out = {"ok": True, "path": shown, "type": _type_name(obj), "kind": kind, "size": size}
+            if kind == "variable":
+                out["repr"] = _value(obj, REPR_MAX)
+            else:
+                name = getattr(obj, "__name__", None) if isinstance(getattr(obj, "__name__", None), str) else shown
+                if kind != "module":
+                    out["signature"] = _signature(name, obj)
+                out["defined_in"] = _defined_in(obj)
+                out["doc"] = _doc(obj)
+            if kind in ("variable", "module", "class"):
+                rows, more = _children(obj)
+                out["children"] = rows
+                out["more"] = more
+            return _J(out)
+    except _Timeout:
+        return _J({"ok": False, "error": "%s: inspecting took longer than %gs (a slow __repr__ or property?)"
+                   % (_path_text(segs), INSPECT_TIME)})

@@ -13,6 +13,12 @@ test('`mcp2cli py up` then the spec transcript (run and ctl) on one long-lived s
     assert.match(r.text, /^42\n\n✓ \d+ms \| 1 var$/);
     r = await py.tool('run', { code: 'print(f"x is {x}")' });
     assert.match(r.text, /^x is 42\n\n✓ \d+ms \| 1 var$/);
+    r = await py.tool('look'); // no arguments at all: mcp2cli leaves `arguments` out
+    assert.equal(r.text, 'python idle | 1 var | exec #2\n\n  x  int  42');
+    r = await py.tool('look', { at: 'x' });
+    assert.equal(r.text, 'x: int = 42');
+    r = await py.tool('look', { code: 'import math; math.sq', cursor: 20 });
+    assert.equal(r.text, 'sqrt  function  sqrt(x, /)');
     r = await py.tool('ctl', { op: 'reset' });
     assert.equal(r.text, 'RESET | namespace cleared | 0 vars');
     r = await py.tool('run', { code: 'for i in range(3): print(i)' });

@@ -113,7 +113,11 @@ test('tools/list: the schemas mcp2cli needs (code required and a plain string)',
   srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
   const { tools } = (await srv.reply(1)).result;
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-  assert.deepEqual(Object.keys(byName).sort(), ['ctl', 'run']);
+  assert.deepEqual(Object.keys(byName).sort(), ['ctl', 'look', 'run']);
+  const look = byName.look.inputSchema;
+  assert.equal(look.required, undefined, 'nothing required: `py look` works bare');
+  assert.deepEqual([look.properties.at.type, look.properties.code.type, look.properties.cursor.type], ['string', 'string', 'integer']);
+  assert.equal(byName.look.annotations.readOnlyHint, true);
   const run = byName.run.inputSchema;
   assert.equal(run.type, 'object');
   assert.deepEqual(run.required, ['code']);

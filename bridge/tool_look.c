@@ -1,0 +1,492 @@
+/* tool_look: the `look` tool: variables overview, inspect with dot-path
+ * drill-down, completions. */
+#define LOG_MODULE "look"
+#include "tools.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "lookpath.h"
+#include "log.h"
+#include "mem.h"
+#include "output.h"
+#include "textfmt.h"
+#include "utf8.h"
+#include "wire.h"
+
+#define COMPLETE_ROWS 20
+
+static const char s_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"at\":{\"type\":\"string\",\"description\":\"A variable or a path into it to inspect: data, data.scores.0, "
+    "data['two words'], model.layers.0.type, math.sqrt.\"},"
+    "\"code\":{\"type\":\"string\",\"description\":\"Code to complete (with cursor).\"},"
+    "\"cursor\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Cursor position in code, in characters "
+    "(default: the end).\"}},"
+    "\"additionalProperties\":false}";
+
+typedef struct {
+    tools_ctx_t *ctx;
+    mcp_call_t *call;       /* NULL once the client went away */
+    char *path;             /* inspect: the path as given */
+    char *code;             /* complete: the code */
+    long cursor;            /* complete: code points */
+} s_op_t;
+
+static void s_op_gone(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+{
+    s_op_t *op = ud;
+    op->call = NULL; /* the runtime still calls back; then we only free */
+}
+
+static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
+{
+    s_op_t *op = xcalloc(1, sizeof *op);
+    op->ctx = ctx;
+    op->call = call;
+    mcp_call_on_cancel(call, s_op_gone, op);
+    return op;
+}
+
+static void s_op_free(s_op_t *op)
+{
+    free(op->path);
+    free(op->code);
+    free(op);
+}
+
+static void s_finish(s_op_t *op, const char *text, bool is_error, json_object *structured)
+{
+    if (op->call) {
+        mcp_call_on_cancel(op->call, NULL, NULL);
+        if (structured) {
+            json_object *item = json_object_new_object();
+            json_object_object_add(item, "type", json_object_new_string("text"));
+            json_object_object_add(item, "text", json_object_new_string(text));
+            json_object *content = json_object_new_array();
+            json_object_array_add(content, item);
+            json_object *res = json_object_new_object();
+            json_object_object_add(res, "content", content);
+            json_object_object_add(res, "structuredContent", json_object_get(structured));
+            json_object_object_add(res, "isError", json_object_new_boolean(is_error));
+            mcp_call_reply(op->call, res);
+        } else {
+            mcp_call_text(op->call, text, is_error);
+        }
+    }
+    s_op_free(op);
+}
+
+/* Appends rows as aligned columns: indent, then for each row its cells
+ * separated by two spaces. marks (may be NULL) gives a per-row prefix. */
+static void s_table(buf_t *b, json_object *rows, size_t nrows, size_t ncols, const char *indent,
+                    const char *const *marks)
+{
+    size_t width[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < nrows; i++) {
+        json_object *r = json_object_array_get_idx(rows, i);
+        for (size_t c = 0; c + 1 < ncols; c++) {
+            const char *s = json_object_get_string(json_object_array_get_idx(r, c));
+            size_t w = s ? utf8_width(s, strlen(s)) : 0;
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    for (size_t i = 0; i < nrows; i++) {
+        json_object *r = json_object_array_get_idx(rows, i);
+        buf_puts(b, indent);
+        if (marks)
+            buf_puts(b, marks[i]);
+        for (size_t c = 0; c < ncols; c++) {
+            const char *s = json_object_get_string(json_object_array_get_idx(r, c));
+            if (c + 1 < ncols) {
+                textfmt_pad(b, s ? s : "", width[c]);
+                buf_puts(b, "  ");
+            } else {
+                buf_puts(b, s ? s : "");
+            }
+        }
+        while (b->len && b->data[b->len - 1] == ' ')
+            b->len--;
+        buf_putc(b, '\n');
+    }
+}
+
+/* ------------------------------------------------------------ overview */
+
+static void s_render_overview(tools_ctx_t *ctx, json_object *snap, long snap_exec, buf_t *b)
+{
+    runtime_status_t st;
+    runtime_status(ctx->rt, &st);
+    const char *lang = st.language ? st.language : "kernel";
+    json_object *vars = NULL, *rows = NULL;
+    long nvars = snap && json_object_object_get_ex(snap, "vars", &vars) ? (long)json_object_get_int64(vars) : -1;
+    if (st.running) {
+        buf_printf(b, "%s busy | exec #%ld running %llds", lang, runtime_exec_number(st.running),
+                   (long long)(runtime_exec_elapsed_ms(st.running) / 1000));
+    } else {
+        buf_printf(b, "%s %s", lang, st.state);
+        if (nvars >= 0) {
+            buf_puts(b, " | ");
+            textfmt_count(b, nvars, "var", "vars");
+        }
+        buf_printf(b, " | exec #%ld", st.exec_count);
+    }
+    buf_puts(b, "\n\n");
+    if (!runtime_has_helper(ctx->rt) && !snap) {
+        if (!strcmp(st.state, "starting") || !strcmp(st.state, "restarting"))
+            buf_puts(b, "The kernel is starting.");
+        else
+            buf_printf(b, "Variables are not available for %s kernels; look(at=\"name\") inspects and "
+                          "look(code=..., cursor=...) completes.", lang);
+        return;
+    }
+    if (!snap) {
+        buf_puts(b, st.running ? "No variables known yet (the first run is still going)." : "No variables.");
+        return;
+    }
+    if (st.running)
+        buf_printf(b, "(variables as of exec #%ld, before the running code)\n", snap_exec);
+    if (nvars == 0 || !json_object_object_get_ex(snap, "rows", &rows) || json_object_array_length(rows) == 0) {
+        buf_puts(b, "No variables.");
+        return;
+    }
+    size_t n = json_object_array_length(rows);
+    s_table(b, rows, n, 3, "  ", NULL);
+    if (nvars > (long)n)
+        buf_printf(b, "  … %ld more\n", nvars - (long)n);
+    while (b->len && b->data[b->len - 1] == '\n')
+        b->data[--b->len] = '\0';
+}
+
+static void s_overview_fresh(void *ud, const char *text, const char *err)
+{
+    s_op_t *op = ud;
+    json_object *snap = text ? json_tokener_parse(text) : NULL;
+    buf_t b;
+    buf_init(&b, 0);
+    long snap_exec = 0;
+    json_object *cached = runtime_snapshot(op->ctx->rt, &snap_exec);
+    s_render_overview(op->ctx, snap ? snap : cached, snap_exec, &b);
+    s_finish(op, buf_str(&b), false, NULL);
+    buf_free(&b);
+    json_object_put(snap);
+}
+
+static void s_overview(tools_ctx_t *ctx, mcp_call_t *call)
+{
+    long snap_exec = 0;
+    json_object *snap = runtime_snapshot(ctx->rt, &snap_exec);
+    runtime_status_t st;
+    runtime_status(ctx->rt, &st);
+    /* The snapshot taken after every run is current for a kernel only we
+     * use. Ask afresh when there is none yet, or when others share the kernel. */
+    bool fetch = runtime_has_helper(ctx->rt) && runtime_idle(ctx->rt) && (!snap || st.attached);
+    if (!fetch && !(snap == NULL && !strcmp(st.state, "starting"))) {
+        buf_t b;
+        buf_init(&b, 0);
+        s_render_overview(ctx, snap, snap_exec, &b);
+        mcp_call_text(call, buf_str(&b), false);
+        buf_free(&b);
+        return;
+    }
+    s_op_t *op = s_op_new(ctx, call);
+    runtime_call_helper(ctx->rt, "__import__('_rat').snap()", s_overview_fresh, op);
+}
+
+/* ------------------------------------------------------------ inspect */
+
+static void s_render_inspect(json_object *r, buf_t *b)
+{
+    const char *type = wire_get_str(r, "type");
+    const char *kind = wire_get_str(r, "kind");
+    const char *size = wire_get_str(r, "size");
+    buf_printf(b, "%s: %s", wire_get_str(r, "path"), type ? type : "?");
+    if (kind && strcmp(kind, "variable") != 0)
+        buf_printf(b, " (%s)", kind);
+    if (size)
+        buf_printf(b, " %s", size);
+    const char *repr = wire_get_str(r, "repr");
+    json_object *children = NULL, *more = NULL;
+    bool has_children = json_object_object_get_ex(r, "children", &children) && json_object_array_length(children);
+    /* A leaf reads as one line, `x: int = 42`, when it fits. */
+    if (repr && !has_children && b->len + 3 + strlen(repr) <= 120 && !strchr(repr, '\n')) {
+        buf_printf(b, " = %s", repr);
+        return;
+    }
+    if (repr)
+        buf_printf(b, "\n    = %s", repr);
+    const char *sig = wire_get_str(r, "signature");
+    if (sig)
+        buf_printf(b, "\n    %s", sig);
+    const char *def = wire_get_str(r, "defined_in");
+    if (def)
+        buf_printf(b, "\n    Defined in: %s", def);
+    const char *doc = wire_get_str(r, "doc");
+    if (doc) {
+        for (const char *p = doc; *p;) {
+            const char *e = strchr(p, '\n');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            buf_puts(b, "\n");
+            if (n)
+                buf_puts(b, "    ");
+            buf_append(b, p, n);
+            p = e ? e + 1 : p + n;
+        }
+    }
+    if (has_children) {
+        size_t n = json_object_array_length(children);
+        const char **marks = xcalloc(n, sizeof *marks);
+        for (size_t i = 0; i < n; i++) {
+            json_object *row = json_object_array_get_idx(children, i);
+            marks[i] = json_object_get_boolean(json_object_array_get_idx(row, 3)) ? "▸ " : "  ";
+        }
+        buf_puts(b, "\n\n");
+        /* Columns: name, type, value (the 4th cell is the expandable flag). */
+        json_object *rows3 = json_object_new_array();
+        for (size_t i = 0; i < n; i++) {
+            json_object *row = json_object_array_get_idx(children, i), *r3 = json_object_new_array();
+            for (int c = 0; c < 3; c++)
+                json_object_array_add(r3, json_object_get(json_object_array_get_idx(row, c)));
+            json_object_array_add(rows3, r3);
+        }
+        s_table(b, rows3, n, 3, "    ", marks);
+        json_object_put(rows3);
+        free(marks);
+        if (json_object_object_get_ex(r, "more", &more) && json_object_get_int64(more) > 0)
+            buf_printf(b, "      … %lld more\n", (long long)json_object_get_int64(more));
+        while (b->len && b->data[b->len - 1] == '\n')
+            b->data[--b->len] = '\0';
+    }
+}
+
+static void s_inspect_reply(void *ud, json_object *content, const char *err)
+{
+    s_op_t *op = ud;
+    if (!content) {
+        char *msg = xasprintf("%s: %s", op->path, err ? err : "no answer");
+        s_finish(op, msg, true, NULL);
+        free(msg);
+        return;
+    }
+    json_object *found = NULL, *data = NULL, *plain = NULL;
+    if (!json_object_object_get_ex(content, "found", &found) || !json_object_get_boolean(found) ||
+        !json_object_object_get_ex(content, "data", &data) || !json_object_object_get_ex(data, "text/plain", &plain)) {
+        char *msg = xasprintf("%s: not found", op->path);
+        s_finish(op, msg, true, NULL);
+        free(msg);
+        return;
+    }
+    buf_t b;
+    buf_init(&b, 0);
+    runtime_status_t st;
+    runtime_status(op->ctx->rt, &st);
+    if (st.running && runtime_has_helper(op->ctx->rt))
+        buf_printf(&b, "(%s busy: the kernel's own inspector answers while code runs; drill-down works when it "
+                       "is idle)\n",
+                   st.language);
+    output_clean_text(json_object_get_string(plain), (size_t)json_object_get_string_len(plain), &b);
+    while (b.len && b.data[b.len - 1] == '\n')
+        b.data[--b.len] = '\0';
+    s_finish(op, buf_str(&b), false, NULL);
+    buf_free(&b);
+}
+
+/* Falls back to the protocol's inspect_request (any kernel; on control while
+ * ipykernel is busy). */
+static void s_inspect_protocol(s_op_t *op)
+{
+    buf_t c;
+    buf_init(&c, 0);
+    buf_puts(&c, "{\"code\":");
+    buf_put_json_str(&c, op->path, strlen(op->path));
+    buf_printf(&c, ",\"cursor_pos\":%zu,\"detail_level\":0}", utf8_count(op->path, strlen(op->path)));
+    runtime_query(op->ctx->rt, "inspect_request", buf_str(&c), s_inspect_reply, op);
+    buf_free(&c);
+}
+
+static void s_inspect_helper(void *ud, const char *text, const char *err)
+{
+    s_op_t *op = ud;
+    json_object *r = text ? json_tokener_parse(text) : NULL;
+    if (!r) {
+        if (err && !strcmp(err, "busy")) {
+            s_inspect_protocol(op); /* code started meanwhile */
+            return;
+        }
+        char *msg = xasprintf("%s: %s", op->path, err ? err : "the helper gave no answer");
+        s_finish(op, msg, true, NULL);
+        free(msg);
+        return;
+    }
+    json_object *ok = NULL;
+    if (!json_object_object_get_ex(r, "ok", &ok) || !json_object_get_boolean(ok)) {
+        const char *e = wire_get_str(r, "error");
+        s_finish(op, e ? e : "not found", true, NULL);
+    } else {
+        buf_t b;
+        buf_init(&b, 0);
+        s_render_inspect(r, &b);
+        s_finish(op, buf_str(&b), false, NULL);
+        buf_free(&b);
+    }
+    json_object_put(r);
+}
+
+static void s_inspect(tools_ctx_t *ctx, mcp_call_t *call, const char *at)
+{
+    char err[512];
+    char *segs = lookpath_parse(at, err, sizeof err);
+    if (!segs) {
+        char *msg = xasprintf("look: %s", err);
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    s_op_t *op = s_op_new(ctx, call);
+    op->path = xstrdup(at);
+    if (runtime_has_helper(ctx->rt) && runtime_idle(ctx->rt)) {
+        buf_t e;
+        buf_init(&e, 0);
+        buf_puts(&e, "__import__('_rat').inspect(");
+        buf_put_json_str(&e, segs, strlen(segs));
+        buf_puts(&e, ")");
+        runtime_call_helper(ctx->rt, buf_str(&e), s_inspect_helper, op);
+        buf_free(&e);
+    } else {
+        s_inspect_protocol(op);
+    }
+    free(segs);
+}
+
+/* ------------------------------------------------------------ complete */
+
+static void s_complete_reply(void *ud, json_object *content, const char *err)
+{
+    s_op_t *op = ud;
+    if (!content) {
+        char *msg = xasprintf("look: completion failed: %s", err ? err : "no answer");
+        s_finish(op, msg, true, NULL);
+        free(msg);
+        return;
+    }
+    json_object *matches = NULL, *meta = NULL, *types = NULL, *v = NULL;
+    json_object_object_get_ex(content, "matches", &matches);
+    if (json_object_object_get_ex(content, "metadata", &meta))
+        json_object_object_get_ex(meta, "_jupyter_types_experimental", &types);
+    /* Prefer the typed list (label, kind, signature); plain matches otherwise. */
+    json_object *src = types && json_object_is_type(types, json_type_array) && json_object_array_length(types)
+                           ? types : matches;
+    size_t total = src && json_object_is_type(src, json_type_array) ? json_object_array_length(src) : 0;
+    long cs = json_object_object_get_ex(content, "cursor_start", &v) ? (long)json_object_get_int64(v) : op->cursor;
+    long ce = json_object_object_get_ex(content, "cursor_end", &v) ? (long)json_object_get_int64(v) : op->cursor;
+    json_object *items = json_object_new_array();
+    json_object *rows = json_object_new_array();
+    for (size_t i = 0; i < total; i++) {
+        json_object *m = json_object_array_get_idx(src, i);
+        const char *label = src == types ? wire_get_str(m, "text") : json_object_get_string(m);
+        const char *kind = src == types ? wire_get_str(m, "type") : NULL;
+        const char *jsig = src == types ? wire_get_str(m, "signature") : NULL;
+        buf_t sig;
+        buf_init(&sig, 0);
+        if (label && jsig)
+            textfmt_signature(&sig, label, jsig);
+        json_object *it = json_object_new_object();
+        json_object_object_add(it, "label", json_object_new_string(label ? label : ""));
+        json_object_object_add(it, "kind", kind ? json_object_new_string(kind) : NULL);
+        json_object_object_add(it, "signature", sig.len ? json_object_new_string(sig.data) : NULL);
+        json_object_array_add(items, it);
+        if (i < COMPLETE_ROWS) {
+            json_object *row = json_object_new_array();
+            json_object_array_add(row, json_object_new_string(label ? label : ""));
+            json_object_array_add(row, json_object_new_string(kind && strcmp(kind, "<unknown>") ? kind : ""));
+            json_object_array_add(row, json_object_new_string(buf_str(&sig)));
+            json_object_array_add(rows, row);
+        }
+        buf_free(&sig);
+    }
+    buf_t b;
+    buf_init(&b, 0);
+    if (total == 0) {
+        buf_puts(&b, "No completions.");
+    } else {
+        s_table(&b, rows, json_object_array_length(rows), 3, "", NULL);
+        if (total > COMPLETE_ROWS)
+            buf_printf(&b, "… %zu more\n", total - COMPLETE_ROWS);
+        while (b.len && b.data[b.len - 1] == '\n')
+            b.data[--b.len] = '\0';
+    }
+    /* Offsets back to the client's unit: characters (code points). */
+    json_object *sc = json_object_new_object();
+    json_object_object_add(sc, "items", items);
+    json_object_object_add(sc, "cursor_start", json_object_new_int64(cs));
+    json_object_object_add(sc, "cursor_end", json_object_new_int64(ce));
+    s_finish(op, buf_str(&b), false, sc);
+    json_object_put(sc);
+    json_object_put(rows);
+    buf_free(&b);
+}
+
+static void s_complete(tools_ctx_t *ctx, mcp_call_t *call, const char *code, long cursor)
+{
+    size_t nchars = utf8_count(code, strlen(code));
+    if (cursor < 0)
+        cursor = (long)nchars;
+    if ((size_t)cursor > nchars) {
+        char *msg = xasprintf("look: cursor %ld is past the end of the code (%zu characters)", cursor, nchars);
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    s_op_t *op = s_op_new(ctx, call);
+    op->cursor = cursor;
+    buf_t c;
+    buf_init(&c, 0);
+    buf_puts(&c, "{\"code\":");
+    buf_put_json_str(&c, code, strlen(code));
+    /* Jupyter counts cursor_pos in Unicode code points, as our clients do. */
+    buf_printf(&c, ",\"cursor_pos\":%ld}", cursor);
+    runtime_query(ctx->rt, "complete_request", buf_str(&c), s_complete_reply, op);
+    buf_free(&c);
+}
+
+static void s_look(mcp_call_t *call, json_object *args, void *ud)
+{
+    tools_ctx_t *ctx = ud;
+    json_object *v = NULL;
+    const char *at = json_object_object_get_ex(args, "at", &v) ? json_object_get_string(v) : NULL;
+    const char *code = json_object_object_get_ex(args, "code", &v) ? json_object_get_string(v) : NULL;
+    long cursor = json_object_object_get_ex(args, "cursor", &v) ? (long)json_object_get_int64(v) : -1;
+    if (at && code) {
+        mcp_call_text(call, "look: give either at (to inspect) or code (to complete), not both", true);
+        return;
+    }
+    if (code) {
+        s_complete(ctx, call, code, cursor);
+    } else if (cursor >= 0) {
+        mcp_call_text(call, "look: cursor needs code (the text to complete)", true);
+    } else if (at) {
+        s_inspect(ctx, call, at);
+    } else {
+        s_overview(ctx, call);
+    }
+}
+
+void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx)
+{
+    mcp_tool_t t = {
+        .name = "look",
+        .title = "Look at the kernel's state",
+        .description = "See the kernel's state without changing it: with no arguments, the variables; with `at`, "
+                       "one variable or a path into it (data.scores.0, model.layers.0.type) with its value and "
+                       "children, or a function's signature and docs; with `code` and `cursor`, completions.",
+        .input_schema = s_schema,
+        .fn = s_look,
+        .ud = ctx,
+        .read_only = true,
+        .idempotent = true,
+    };
+    mcp_server_add_tool(srv, &t);
+}
