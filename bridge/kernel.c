@@ -284,24 +284,6 @@ void kernel_check_exit(kernel_t *self)
     s_die(self, s_exit_reason(self, how));
 }
 
-static char **s_copy_list(char *const *list)
-{
-    size_t n = 0;
-    while (list && list[n])
-        n++;
-    char **out = xcalloc(n + 1, sizeof *out);
-    for (size_t i = 0; i < n; i++)
-        out[i] = xstrdup(list[i]);
-    return out;
-}
-
-static void s_free_list(char **list)
-{
-    for (size_t i = 0; list && list[i]; i++)
-        free(list[i]);
-    free(list);
-}
-
 static void s_connect(kernel_t *self)
 {
     self->got_reply = self->got_iopub = self->chans_up = false;
@@ -354,8 +336,8 @@ static int s_launch(kernel_t *self, char *err, size_t errlen)
     };
     self->started_ms = loop_now_ms();
     self->proc = kernel_proc_spawn(&po, err, errlen);
-    s_free_list(argv);
-    s_free_list(env);
+    strv_free(argv);
+    strv_free(env);
     if (!self->proc) {
         unlink(self->conn_path);
         return -1;
@@ -391,8 +373,8 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const k
             goto fail;
         s_connect(self);
     } else {
-        self->argv_template = s_copy_list(o->argv ? o->argv : o->spec->argv);
-        self->env_extra = s_copy_list(o->env_extra);
+        self->argv_template = strv_dup(o->argv ? o->argv : o->spec->argv);
+        self->env_extra = strv_dup(o->env_extra);
         self->cwd = xstrdup(o->cwd);
         self->interrupt_message = o->spec && o->spec->interrupt_message;
         if (s_launch(self, err, errlen) < 0)
@@ -431,8 +413,8 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         unlink(self->log_path);
     connfile_free(&self->ci);
     json_object_put(self->info);
-    s_free_list(self->argv_template);
-    s_free_list(self->env_extra);
+    strv_free(self->argv_template);
+    strv_free(self->env_extra);
     free(self->cwd);
     free(self->conn_path);
     free(self->log_path);

@@ -57,13 +57,6 @@ static char **s_build_env(const kernel_proc_opts_t *o)
     return env;
 }
 
-static void s_free_env(char **env)
-{
-    for (size_t i = 0; env && env[i]; i++)
-        free(env[i]);
-    free(env);
-}
-
 /* Everything after fork() in the child must be async-signal-safe: libzmq's
  * I/O threads exist in the parent, so the child may only make system calls
  * before execve. All strings were prepared before the fork. */
@@ -149,7 +142,7 @@ kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *o, char *err, size_t 
     close(pipefd[1]);
     if (logfd >= 0)
         close(logfd);
-    s_free_env(envp);
+    strv_free(envp);
     kernel_proc_t *self = NULL;
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(fork_errno));

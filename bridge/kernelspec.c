@@ -257,9 +257,7 @@ char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file)
 
 void kernelspec_free_argv(char **argv)
 {
-    for (size_t i = 0; argv && argv[i]; i++)
-        free(argv[i]);
-    free(argv);
+    strv_free(argv);
 }
 
 char *kernelspec_expand_env(const char *value)

@@ -424,6 +424,11 @@ void mcp_call_error(mcp_call_t *call, int code, const char *message)
 
 void mcp_call_text(mcp_call_t *call, const char *text, bool is_error)
 {
+    mcp_call_text_structured(call, text, is_error, NULL);
+}
+
+void mcp_call_text_structured(mcp_call_t *call, const char *text, bool is_error, json_object *structured)
+{
     json_object *item = json_object_new_object();
     json_object_object_add(item, "type", json_object_new_string("text"));
     json_object_object_add(item, "text", json_object_new_string(text));
@@ -431,6 +436,8 @@ void mcp_call_text(mcp_call_t *call, const char *text, bool is_error)
     json_object_array_add(content, item);
     json_object *res = json_object_new_object();
     json_object_object_add(res, "content", content);
+    if (structured)
+        json_object_object_add(res, "structuredContent", json_object_get(structured));
     json_object_object_add(res, "isError", json_object_new_boolean(is_error));
     mcp_call_reply(call, res);
 }

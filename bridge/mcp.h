@@ -123,6 +123,8 @@ void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
 void mcp_call_reply(mcp_call_t *call, json_object *result);               /* consumed */
 void mcp_call_error(mcp_call_t *call, int code, const char *message);
 void mcp_call_text(mcp_call_t *call, const char *text, bool is_error);   /* tool result */
+/* A tool result with one text item plus structuredContent (borrowed). */
+void mcp_call_text_structured(mcp_call_t *call, const char *text, bool is_error, json_object *structured);
 /* notifications/message tied to this call, filtered by the client's level. */
 void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, const char *text, size_t len);
 /* Whether the request carried _meta.progressToken. */

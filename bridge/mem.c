@@ -64,3 +64,23 @@ char *xasprintf(const char *fmt, ...)
     va_end(ap);
     return p;
 }
+
+char **strv_dup(char *const *v)
+{
+    if (!v)
+        return NULL;
+    size_t n = 0;
+    while (v[n])
+        n++;
+    char **out = xcalloc(n + 1, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = xstrdup(v[i]);
+    return out;
+}
+
+void strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}

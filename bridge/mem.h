@@ -17,6 +17,11 @@ char *xstrndup(const char *s, size_t n);
 /* printf into a fresh string. Caller owns the result. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* NULL-terminated string vectors (argv, envp). strv_dup(NULL) is NULL;
+ * caller owns the copy. strv_free accepts NULL. */
+char **strv_dup(char *const *v);
+void strv_free(char **v);
+
 /* Frees *p and sets it to NULL. */
 #define FREE_AND_NULL(p) do { free(p); (p) = NULL; } while (0)
 

@@ -72,6 +72,7 @@ typedef struct s_req {
 typedef struct s_pending_reset {
     s_req_kind_t kind;             /* REQ_RESET, REQ_QUERY or REQ_HELPER */
     bool all;
+    unsigned long seq;             /* REQ_RESET: runs with a lower id came first */
     char *msg_type, *content;      /* REQ_QUERY; owned */
     char *expr;                    /* REQ_HELPER; owned */
     runtime_done_fn *done;
@@ -114,28 +115,9 @@ struct runtime {
 
 static void s_pump(runtime_t *self);
 static void s_start_kernel(runtime_t *self);
+static void s_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_fn *done, void *ud);
 
 /* ------------------------------------------------------------ small helpers */
-
-static char **s_copy_list(char *const *list)
-{
-    size_t n = 0;
-    while (list && list[n])
-        n++;
-    if (!list)
-        return NULL;
-    char **out = xcalloc(n + 1, sizeof *out);
-    for (size_t i = 0; i < n; i++)
-        out[i] = xstrdup(list[i]);
-    return out;
-}
-
-static void s_free_list(char **list)
-{
-    for (size_t i = 0; list && list[i]; i++)
-        free(list[i]);
-    free(list);
-}
 
 static const char *s_state_text(runtime_t *self)
 {
@@ -734,7 +716,7 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
         s_pending_reset_t *p = self->pending_resets;
         self->pending_resets = p->next;
         if (p->kind == REQ_RESET)
-            runtime_reset(self, p->all, p->done, p->ud);
+            s_reset(self, p->all, p->seq, p->done, p->ud);
         else if (p->kind == REQ_QUERY)
             runtime_query(self, p->msg_type, p->content, p->reply, p->ud);
         else
@@ -899,8 +881,8 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
     self->assets_dir = xstrdup(o->assets_dir);
     self->interpreter = xstrdup(o->interpreter);
     self->env_note = xstrdup(o->env_note);
-    self->argv = s_copy_list(o->argv);
-    self->env_extra = s_copy_list(o->env_extra);
+    self->argv = strv_dup(o->argv);
+    self->env_extra = strv_dup(o->env_extra);
     self->boot_timeout_ms = o->boot_timeout_ms;
     self->allow_restart = o->allow_restart;
     self->vars = -1;
@@ -934,8 +916,8 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
         s_exec_free(ex);
     }
     kernelspec_destroy(&self->spec);
-    s_free_list(self->argv);
-    s_free_list(self->env_extra);
+    strv_free(self->argv);
+    strv_free(self->env_extra);
     free(self->kernel_name);
     free(self->existing);
     free(self->cwd);
@@ -1056,16 +1038,21 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     }
 }
 
-void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
+/* A reset waits its turn: runs that arrived before it (ids below seq) make
+ * it BUSY; runs that arrived after it (possible while the kernel starts)
+ * execute after it, in order. */
+static void s_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_fn *done, void *ud)
 {
-    /* Only running code blocks a reset; runs still queued (possible while
-     * the kernel starts) execute after it, in order. */
-    runtime_exec_t *cur = self->current;
-    if (cur) {
+    runtime_exec_t *busy = self->current;
+    for (runtime_exec_t *ex = self->execs; ex && !busy; ex = ex->next)
+        if (ex->state != RUNTIME_EXEC_DONE && ex->id < seq)
+            busy = ex;
+    if (busy) {
         char text[256];
         snprintf(text, sizeof text, "BUSY: exec #%ld is %s; reset needs an idle kernel (ctl cancel stops it)",
-                 cur->number ? cur->number : (long)cur->id,
-                 cur->state == RUNTIME_EXEC_INPUT ? "waiting for input" : "running");
+                 busy->number ? busy->number : (long)busy->id,
+                 busy->state == RUNTIME_EXEC_INPUT ? "waiting for input"
+                 : busy->state == RUNTIME_EXEC_QUEUED ? "queued" : "running");
         done(ud, false, text);
         return;
     }
@@ -1083,12 +1070,18 @@ void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
         s_pending_reset_t *p = xcalloc(1, sizeof *p);
         p->kind = REQ_RESET;
         p->all = all;
+        p->seq = seq;
         p->done = done;
         p->ud = ud;
         s_defer(self, p);
         return;
     }
     s_do_reset(self, all, done, ud);
+}
+
+void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud)
+{
+    s_reset(self, all, self->next_id, done, ud);
 }
 
 void runtime_status(runtime_t *self, runtime_status_t *out)

@@ -118,13 +118,6 @@ static int s_choose_kernel(const config_t *cfg, const char *cwd, runtime_opts_t 
     return 0;
 }
 
-static void s_free_argv(char **argv)
-{
-    for (size_t i = 0; argv && argv[i]; i++)
-        free(argv[i]);
-    free(argv);
-}
-
 int server_run_stdio(const config_t *cfg)
 {
     /* Signals first: every thread created later (libzmq's) inherits the mask. */
@@ -204,7 +197,7 @@ out:
     loop_destroy(&loop);
     if (zctx)
         zmq_ctx_term(zctx);
-    s_free_argv(argv);
+    strv_free(argv);
     interp_free(&it);
     free(existing);
     free(rtdir);

@@ -61,20 +61,7 @@ static void s_finish(s_op_t *op, const char *text, bool is_error, json_object *s
 {
     if (op->call) {
         mcp_call_on_cancel(op->call, NULL, NULL);
-        if (structured) {
-            json_object *item = json_object_new_object();
-            json_object_object_add(item, "type", json_object_new_string("text"));
-            json_object_object_add(item, "text", json_object_new_string(text));
-            json_object *content = json_object_new_array();
-            json_object_array_add(content, item);
-            json_object *res = json_object_new_object();
-            json_object_object_add(res, "content", content);
-            json_object_object_add(res, "structuredContent", json_object_get(structured));
-            json_object_object_add(res, "isError", json_object_new_boolean(is_error));
-            mcp_call_reply(op->call, res);
-        } else {
-            mcp_call_text(op->call, text, is_error);
-        }
+        mcp_call_text_structured(op->call, text, is_error, structured);
     }
     s_op_free(op);
 }

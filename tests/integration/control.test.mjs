@@ -88,11 +88,17 @@ test('reset --scope all also resets the execution counter', async () => {
 test('reset while code runs is refused', async () => {
   const h = await connect();
   try {
-    const running = run(h, 'import time; time.sleep(2)');
+    // While the kernel boots, a run sent first is queued: a reset after it waits its turn.
+    const queued = run(h, 'import time; time.sleep(2)');
+    const r0 = await ctl(h, 'reset');
+    assert.equal(r0.isError, true);
+    assert.match(r0.text, /^BUSY: exec #1 is (queued|running)/);
+    await queued;
+    const running = run(h, 'time.sleep(2)');
     await new Promise((r) => setTimeout(r, 300));
     const r = await ctl(h, 'reset');
     assert.equal(r.isError, true);
-    assert.match(r.text, /^BUSY: exec #1 is running/);
+    assert.match(r.text, /^BUSY: exec #2 is running/);
     await running;
   } finally {
     await h.close();
