@@ -9,6 +9,7 @@
 void config_usage(FILE *out)
 {
     fputs("Usage: rat-py [OPTIONS]          serve a Jupyter kernel over MCP on stdin/stdout\n"
+          "       rat-py --http [OPTIONS]   serve it over Streamable HTTP instead\n"
           "       rat-py kernels            list the kernelspecs rat-py can launch\n"
           "       rat-py --help | --version\n"
           "\n"
@@ -29,7 +30,18 @@ void config_usage(FILE *out)
           "  --allow-restart      let ctl restart act on an --existing kernel\n"
           "  --assets-dir DIR     where full outputs are kept (default: <cwd>/.rat-assets)\n"
           "  --boot-timeout SEC   give up on a kernel not ready after SEC seconds (default: 60)\n"
+          "  --assets-max-mb N    keep at most N MB of saved outputs, oldest go first (default: 512)\n"
           "  --log-level LEVEL    stderr diagnostics: debug, info, warn (default), error, off\n"
+          "\n"
+          "Streamable HTTP (instead of stdio):\n"
+          "  --http               serve MCP at http://HOST:PORT/mcp (and /health, /assets/ID)\n"
+          "  --host ADDR          address to bind (default: 127.0.0.1)\n"
+          "  --port N             port (default: 8000; 0 picks a free one, printed on stderr)\n"
+          "  --token SECRET       require \"Authorization: Bearer SECRET\" (default: $RAT_PY_TOKEN)\n"
+          "  --allow-origin URL   also accept browser requests from this Origin (repeatable;\n"
+          "                       loopback origins are always accepted)\n"
+          "  --insecure-no-token  allow a non-loopback --host without a token (anyone who can\n"
+          "                       reach it can run code as you)\n"
           "  -h, --help           show this help\n"
           "  -V, --version        show the version\n",
           out);
@@ -59,6 +71,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
     memset(cfg, 0, sizeof *cfg);
     cfg->cmd = CONFIG_CMD_SERVE;
     cfg->boot_timeout_s = 60;
+    cfg->port = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v;
@@ -79,6 +92,48 @@ int config_parse(config_t *cfg, int argc, char **argv)
             cfg->allow_restart = true;
             continue;
         }
+        if (strcmp(a, "--http") == 0) {
+            cfg->http = true;
+            continue;
+        }
+        if (strcmp(a, "--insecure-no-token") == 0) {
+            cfg->insecure_no_token = true;
+            continue;
+        }
+        if ((v = s_value(argc, argv, &i, "--allow-origin", &missing)) != NULL) {
+            if (cfg->norigins >= CONFIG_MAX_ORIGINS) {
+                fprintf(stderr, "rat-py: at most %d --allow-origin options\n", CONFIG_MAX_ORIGINS);
+                return -1;
+            }
+            cfg->allow_origins[cfg->norigins++] = v;
+            continue;
+        }
+        if (missing)
+            goto missing;
+        if ((v = s_value(argc, argv, &i, "--port", &missing)) != NULL) {
+            char *end = NULL;
+            long p = strtol(v, &end, 10);
+            if (!end || *end || p < 0 || p > 65535) {
+                fprintf(stderr, "rat-py: --port needs a port number (0-65535), not '%s'\n", v);
+                return -1;
+            }
+            cfg->port = (int)p;
+            continue;
+        }
+        if (missing)
+            goto missing;
+        if ((v = s_value(argc, argv, &i, "--assets-max-mb", &missing)) != NULL) {
+            char *end = NULL;
+            long mb = strtol(v, &end, 10);
+            if (!end || *end || mb <= 0 || mb > (1L << 20)) {
+                fprintf(stderr, "rat-py: --assets-max-mb needs a positive number of megabytes, not '%s'\n", v);
+                return -1;
+            }
+            cfg->assets_max_mb = mb;
+            continue;
+        }
+        if (missing)
+            goto missing;
 #define OPT(name, field)                                          \
     if ((v = s_value(argc, argv, &i, name, &missing)) != NULL) { \
         cfg->field = v;                                           \
@@ -93,6 +148,8 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--existing", existing)
         OPT("--assets-dir", assets_dir)
         OPT("--log-level", log_level)
+        OPT("--host", host)
+        OPT("--token", token)
 #undef OPT
         if ((v = s_value(argc, argv, &i, "--boot-timeout", &missing)) != NULL) {
             char *end = NULL;
@@ -121,6 +178,12 @@ missing:
                         "--kernel, --python or --venv\n");
         return -1;
     }
+    if (!cfg->http && (cfg->host || cfg->port >= 0 || cfg->token || cfg->norigins || cfg->insecure_no_token)) {
+        fprintf(stderr, "rat-py: --host, --port, --token, --allow-origin and --insecure-no-token need --http\n");
+        return -1;
+    }
+    if (cfg->http && !cfg->token && getenv("RAT_PY_TOKEN") && *getenv("RAT_PY_TOKEN"))
+        cfg->token = getenv("RAT_PY_TOKEN");
     if (cfg->python && cfg->venv) {
         fprintf(stderr, "rat-py: give either --python or --venv, not both\n");
         return -1;

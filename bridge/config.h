@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#define CONFIG_MAX_ORIGINS 16
+
 typedef enum {
     CONFIG_CMD_SERVE,     /* the MCP server (default) */
     CONFIG_CMD_KERNELS,   /* list kernelspecs */
@@ -23,6 +25,15 @@ typedef struct {
     const char *assets_dir;   /* --assets-dir */
     int boot_timeout_s;       /* --boot-timeout */
     const char *log_level;    /* --log-level */
+    long assets_max_mb;       /* --assets-max-mb; 0 = default */
+    /* HTTP (--http) */
+    bool http;
+    const char *host;         /* --host */
+    int port;                 /* --port (-1: default 8000) */
+    const char *token;        /* --token, else $RAT_PY_TOKEN */
+    bool insecure_no_token;   /* --insecure-no-token */
+    const char *allow_origins[CONFIG_MAX_ORIGINS + 1]; /* --allow-origin, NULL-terminated */
+    int norigins;
 } config_t;
 
 /* Parses argv. Returns 0, or -1 after writing a message to stderr

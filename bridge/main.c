@@ -56,5 +56,5 @@ int main(int argc, char **argv)
     case CONFIG_CMD_SERVE:
         break;
     }
-    return server_run_stdio(&cfg);
+    return server_run(&cfg);
 }

@@ -10,71 +10,9 @@
 
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp_internal.h"
 #include "mem.h"
 #include "schema.h"
-
-typedef struct {
-    mcp_tool_t tool;      /* strings owned */
-    json_object *schema;  /* owned, parsed input_schema */
-} s_tool_t;
-
-typedef struct {
-    char *method;         /* owned */
-    mcp_method_fn *fn;
-    void *ud;
-} s_method_t;
-
-struct mcp_server {
-    char *name, *version, *instructions;  /* owned */
-    s_tool_t *tools;                      /* owned array */
-    size_t ntools;
-    s_method_t *methods;                  /* owned array */
-    size_t nmethods;
-    json_object *extra_caps;              /* owned */
-    json_object *tools_list;              /* owned cache of the tools/list result */
-    mcp_session_fn *on_init;
-    void *on_init_ud;
-};
-
-struct mcp_call {
-    mcp_session_t *session;       /* borrowed: the session owns its calls */
-    json_object *id;              /* owned reference */
-    char *method;                 /* owned */
-    char *tool;                   /* owned, tools/call only */
-    void *origin;                 /* transport's stream for this request */
-    bool origin_gone;             /* messages are dropped once the origin is gone */
-    bool cancelled;               /* cancelled while no cancel fn: drop the response */
-    json_object *progress_token;  /* owned reference or NULL */
-    double last_progress;
-    mcp_cancel_fn *cancel_fn;
-    void *cancel_ud;
-    mcp_call_t *next;
-};
-
-typedef struct s_pending {
-    long handle;
-    int64_t id;                   /* JSON-RPC id we sent */
-    mcp_call_t *call;             /* borrowed, may be NULL */
-    mcp_response_fn *fn;
-    void *ud;
-    struct s_pending *next;
-} s_pending_t;
-
-struct mcp_session {
-    mcp_server_t *server;         /* borrowed */
-    mcp_send_fn *send;
-    void *transport;
-    bool initialized;             /* initialize answered */
-    char protocol[32];
-    json_object *client_caps;     /* owned */
-    mcp_log_level_t log_level;
-    mcp_call_t *calls;            /* owned list of in-flight calls */
-    size_t ncalls;
-    s_pending_t *pending;         /* owned list of server->client requests */
-    int64_t next_request_id;
-    long next_handle;
-    void *user;
-};
 
 static const char *s_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 static const char *s_levels[] = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
@@ -117,6 +55,7 @@ void mcp_server_destroy(mcp_server_t **self_p)
     free(self->methods);
     json_object_put(self->extra_caps);
     json_object_put(self->tools_list);
+    mcp_features_free(&self->features);
     free(self->name);
     free(self->version);
     free(self->instructions);
@@ -132,7 +71,7 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
         abort();
     }
     self->tools = xrealloc(self->tools, (self->ntools + 1) * sizeof *self->tools);
-    s_tool_t *t = &self->tools[self->ntools++];
+    mcp_tool_entry_t *t = &self->tools[self->ntools++];
     t->tool = *tool;
     t->tool.name = xstrdup(tool->name);
     t->tool.title = xstrdup(tool->title);
@@ -146,7 +85,7 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud)
 {
     self->methods = xrealloc(self->methods, (self->nmethods + 1) * sizeof *self->methods);
-    s_method_t *m = &self->methods[self->nmethods++];
+    mcp_method_entry_t *m = &self->methods[self->nmethods++];
     m->method = xstrdup(method);
     m->fn = fn;
     m->ud = ud;
@@ -166,7 +105,7 @@ void mcp_server_on_initialized(mcp_server_t *self, mcp_session_fn *fn, void *ud)
     self->on_init_ud = ud;
 }
 
-static s_method_t *s_find_method(mcp_server_t *self, const char *method)
+static mcp_method_entry_t *s_find_method(mcp_server_t *self, const char *method)
 {
     for (size_t i = 0; i < self->nmethods; i++)
         if (strcmp(self->methods[i].method, method) == 0)
@@ -174,7 +113,7 @@ static s_method_t *s_find_method(mcp_server_t *self, const char *method)
     return NULL;
 }
 
-static s_tool_t *s_find_tool(mcp_server_t *self, const char *name)
+static mcp_tool_entry_t *s_find_tool(mcp_server_t *self, const char *name)
 {
     for (size_t i = 0; i < self->ntools; i++)
         if (strcmp(self->tools[i].tool.name, name) == 0)
@@ -226,6 +165,7 @@ static json_object *s_capabilities(mcp_server_t *self)
         json_object_object_add(caps, "prompts", json_object_new_object());
     if (s_find_method(self, "completion/complete"))
         json_object_object_add(caps, "completions", json_object_new_object());
+    mcp_features_capabilities(&self->features, caps);
     json_object_object_foreach(self->extra_caps, key, val) {
         json_object_object_add(caps, key, json_object_get(val));
     }
@@ -243,6 +183,8 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
     self->log_level = MCP_LOG_INFO;
     self->next_request_id = 1;
     self->next_handle = 1;
+    self->next_in_server = server->sessions;
+    server->sessions = self;
     return self;
 }
 
@@ -258,8 +200,8 @@ static void s_call_free(mcp_call_t *call)
         }
     }
     /* Server->client requests tied to this call die with it. */
-    for (s_pending_t **pp = &s->pending; *pp;) {
-        s_pending_t *p = *pp;
+    for (mcp_pending_t **pp = &s->pending; *pp;) {
+        mcp_pending_t *p = *pp;
         if (p->call == call) {
             *pp = p->next;
             mcp_response_fn *fn = p->fn;
@@ -299,12 +241,19 @@ void mcp_session_destroy(mcp_session_t **self_p)
         }
     }
     while (self->pending) {
-        s_pending_t *p = self->pending;
+        mcp_pending_t *p = self->pending;
         self->pending = p->next;
         if (p->fn)
             p->fn(p->ud, NULL, NULL);
         free(p);
     }
+    for (mcp_session_t **pp = &self->server->sessions; *pp; pp = &(*pp)->next_in_server) {
+        if (*pp == self) {
+            *pp = self->next_in_server;
+            break;
+        }
+    }
+    mcp_features_session_free(self);
     json_object_put(self->client_caps);
     free(self);
     *self_p = NULL;
@@ -481,7 +430,7 @@ void mcp_call_progress(mcp_call_t *call, double progress, double total, const ch
 long mcp_call_request(mcp_call_t *call, const char *method, json_object *params, mcp_response_fn *fn, void *ud)
 {
     mcp_session_t *s = call->session;
-    s_pending_t *p = xcalloc(1, sizeof *p);
+    mcp_pending_t *p = xcalloc(1, sizeof *p);
     p->handle = s->next_handle++;
     p->id = s->next_request_id++;
     p->call = call;
@@ -498,9 +447,9 @@ long mcp_call_request(mcp_call_t *call, const char *method, json_object *params,
 void mcp_call_abandon_request(mcp_call_t *call, long handle)
 {
     mcp_session_t *s = call->session;
-    for (s_pending_t **pp = &s->pending; *pp; pp = &(*pp)->next) {
+    for (mcp_pending_t **pp = &s->pending; *pp; pp = &(*pp)->next) {
         if ((*pp)->handle == handle) {
-            s_pending_t *p = *pp;
+            mcp_pending_t *p = *pp;
             *pp = p->next;
             free(p);
             return;
@@ -510,15 +459,18 @@ void mcp_call_abandon_request(mcp_call_t *call, long handle)
 
 /* -------------------------------------------------------------- dispatch */
 
-static void s_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result)
+void mcp_session_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result)
 {
     s_send(self, origin, jsonrpc_result(id, result), true);
 }
 
-static void s_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg)
+void mcp_session_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg)
 {
     s_send(self, origin, jsonrpc_error(id, code, msg, NULL), true);
 }
+
+#define s_reply mcp_session_reply
+#define s_error mcp_session_error
 
 static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
@@ -552,7 +504,7 @@ static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         self->server->on_init(self, self->server->on_init_ud);
 }
 
-static mcp_call_t *s_call_new(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+mcp_call_t *mcp_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
     mcp_call_t *call = xcalloc(1, sizeof *call);
     call->session = self;
@@ -587,7 +539,7 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.name (string) is required");
         return;
     }
-    s_tool_t *tool = s_find_tool(self->server, json_object_get_string(name));
+    mcp_tool_entry_t *tool = s_find_tool(self->server, json_object_get_string(name));
     if (!tool) {
         char msg[256];
         snprintf(msg, sizeof msg, "Unknown tool: %.100s", json_object_get_string(name));
@@ -601,7 +553,7 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.arguments must be an object");
         return;
     }
-    mcp_call_t *call = s_call_new(self, m, origin);
+    mcp_call_t *call = mcp_call_create(self, m, origin);
     call->tool = xstrdup(tool->tool.name);
     json_object *clean = NULL;
     char err[512];
@@ -640,9 +592,9 @@ static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
     if (!json_object_is_type(m->id, json_type_int))
         return;
     int64_t id = json_object_get_int64(m->id);
-    for (s_pending_t **pp = &self->pending; *pp; pp = &(*pp)->next) {
+    for (mcp_pending_t **pp = &self->pending; *pp; pp = &(*pp)->next) {
         if ((*pp)->id == id) {
-            s_pending_t *p = *pp;
+            mcp_pending_t *p = *pp;
             *pp = p->next;
             mcp_response_fn *fn = p->fn;
             void *ud = p->ud;
@@ -657,12 +609,11 @@ static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
 
 static bool s_known_method(mcp_session_t *self, const char *method)
 {
-    static const char *builtin[] = {"tools/list", "tools/call", "logging/setLevel", "resources/list",
-                                    "resources/templates/list", "prompts/list"};
+    static const char *builtin[] = {"tools/list", "tools/call", "logging/setLevel"};
     for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
         if (strcmp(method, builtin[i]) == 0)
             return true;
-    return s_find_method(self->server, method) != NULL;
+    return mcp_features_known(method) || s_find_method(self->server, method) != NULL;
 }
 
 static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
@@ -698,9 +649,9 @@ static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin
         s_handle_tools_call(self, m, origin);
         return;
     }
-    s_method_t *custom = s_find_method(self->server, method);
+    mcp_method_entry_t *custom = s_find_method(self->server, method);
     if (custom) {
-        mcp_call_t *call = s_call_new(self, m, origin);
+        mcp_call_t *call = mcp_call_create(self, m, origin);
         custom->fn(call, m->params, custom->ud);
         return;
     }
@@ -726,15 +677,8 @@ static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin
         }
         s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS,
                 "logging/setLevel: level must be one of debug, info, notice, warning, error, critical, alert, emergency");
-    } else {
-        /* resources/list, resources/templates/list, prompts/list with nothing
-         * registered: empty lists (mcp2cli's shell asks for them). */
-        const char *key = strcmp(method, "resources/list") == 0        ? "resources"
-                          : strcmp(method, "prompts/list") == 0        ? "prompts"
-                                                                       : "resourceTemplates";
-        json_object *res = json_object_new_object();
-        json_object_object_add(res, key, json_object_new_array());
-        s_reply(self, m->id, origin, res);
+    } else if (!mcp_features_handle(self, m, origin)) {
+        s_error(self, m->id, origin, JSONRPC_METHOD_NOT_FOUND, "Method not found");
     }
 }
 

@@ -57,6 +57,19 @@ typedef void (mcp_response_fn)(void *ud, json_object *result, json_object *error
 /* Notified when a session finishes initialize (after the response is sent). */
 typedef void (mcp_session_fn)(mcp_session_t *session, void *ud);
 
+/* Reads a registered resource (uri: the requested URI; vars: the template
+ * variables, or NULL for a static resource) and replies {contents: [...]}. */
+typedef void (mcp_resource_fn)(mcp_call_t *call, const char *uri, json_object *vars, void *ud);
+/* Dynamic resources: list appends {uri, name, ...} objects to arr; read
+ * returns true when it handled (replied to) the URI. */
+typedef void (mcp_resource_list_fn)(json_object *arr, void *ud);
+typedef bool (mcp_resource_read_fn)(mcp_call_t *call, const char *uri, void *ud);
+/* Builds a prompt from its (validated) arguments; replies {messages: [...]}. */
+typedef void (mcp_prompt_fn)(mcp_call_t *call, json_object *args, void *ud);
+/* completion/complete for a known ref; replies {completion: {values, ...}}. */
+typedef void (mcp_complete_fn)(mcp_call_t *call, json_object *ref, const char *argument, const char *value,
+                               json_object *context, void *ud);
+
 typedef struct {
     const char *name;          /* tool name */
     const char *title;         /* optional display name */
@@ -80,6 +93,24 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool);
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud);
 /* Merges extra capability fields, e.g. {"resources":{"subscribe":true}}. Consumed. */
 void mcp_server_add_capabilities(mcp_server_t *self, json_object *caps);
+/* Resources, templates (RFC 6570 level 1: {name} segments), prompts,
+ * completion, subscriptions. Strings are copied. Registering any of them
+ * declares the matching capability. */
+void mcp_server_add_resource(mcp_server_t *self, const char *uri, const char *name, const char *title,
+                             const char *description, const char *mime, mcp_resource_fn *fn, void *ud);
+void mcp_server_add_resource_template(mcp_server_t *self, const char *uri_template, const char *name,
+                                      const char *title, const char *description, const char *mime,
+                                      mcp_resource_fn *fn, void *ud);
+void mcp_server_set_resource_provider(mcp_server_t *self, mcp_resource_list_fn *list, mcp_resource_read_fn *read,
+                                      void *ud);
+/* args_json: a JSON array of {name, description, required} (NULL for none). */
+void mcp_server_add_prompt(mcp_server_t *self, const char *name, const char *title, const char *description,
+                           const char *args_json, mcp_prompt_fn *fn, void *ud);
+void mcp_server_set_completion(mcp_server_t *self, mcp_complete_fn *fn, void *ud);
+/* Accept resources/subscribe; then mcp_server_resource_updated notifies
+ * every session subscribed to uri. */
+void mcp_server_enable_subscriptions(mcp_server_t *self);
+void mcp_server_resource_updated(mcp_server_t *self, const char *uri);
 /* Called after each session's initialize response. */
 void mcp_server_on_initialized(mcp_server_t *self, mcp_session_fn *fn, void *ud);
 /* Whether `version` is one of the protocol versions we speak. */

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
+#include "assets.h"
 #include "buf.h"
 #include "kernel.h"
 #include "kernelspec.h"
@@ -40,6 +43,7 @@ struct runtime_exec {
     char *ename, *evalue, *source; /* owned */
     long line;
     long vars;
+    long assets;                   /* rich outputs saved */
     char *why;                     /* owned */
     char *prompt;                  /* owned */
     bool password;
@@ -87,6 +91,7 @@ struct runtime {
     void *zctx;                    /* borrowed */
     /* options, owned copies */
     char *kernel_name, *existing, *cwd, *runtime_dir, *assets_dir, *interpreter, *env_note;
+    assets_t *assets;              /* borrowed, may be NULL */
     char **argv, **env_extra;
     int boot_timeout_ms;
     bool allow_restart;
@@ -229,6 +234,8 @@ static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outc
     ex->done_us = loop_now_us();
     if (why && !ex->why)
         ex->why = xstrdup(why);
+    if (self->assets && (ex->assets || output_spill_path(ex->out)))
+        assets_trim(self->assets);
     FREE_AND_NULL(ex->prompt);
     json_object_put(ex->input_header);
     ex->input_header = NULL;
@@ -375,27 +382,77 @@ static void s_output_text(runtime_exec_t *ex, int stream, const char *text, size
     buf_free(&clean);
 }
 
+/* Saves the rich parts of a MIME bundle (images, HTML) as assets and adds
+ * a line naming each to the output; a part that cannot be saved says why. */
+static void s_save_assets(runtime_exec_t *ex, json_object *data)
+{
+    static const char *mimes[] = {"image/png", "image/jpeg", "image/svg+xml", "text/html"};
+    assets_t *store = ex->rt->assets;
+    if (!store)
+        return;
+    for (size_t i = 0; i < sizeof mimes / sizeof mimes[0]; i++) {
+        json_object *v = NULL;
+        if (!json_object_object_get_ex(data, mimes[i], &v))
+            continue;
+        const char *text = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        size_t tlen = text ? (size_t)json_object_get_string_len(v) : 0;
+        if (!text) {
+            if (!json_object_is_type(v, json_type_array))
+                continue;
+            text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN); /* list of lines: rare */
+            tlen = strlen(text);
+        }
+        unsigned char *bin = NULL;
+        size_t blen = tlen;
+        const void *bytes = text;
+        bool binary = strncmp(mimes[i], "image/png", 9) == 0 || strncmp(mimes[i], "image/jpeg", 10) == 0;
+        if (binary) {
+            /* Binary outputs travel base64-encoded (with line breaks at times). */
+            bin = xmalloc(tlen / 4 * 3 + 4);
+            if (sodium_base642bin(bin, tlen / 4 * 3 + 4, text, tlen, "\n\r ", &blen, NULL,
+                                  sodium_base64_VARIANT_ORIGINAL) != 0) {
+                free(bin);
+                output_write_block(ex->out, "[image not saved: invalid base64 data]", 38);
+                continue;
+            }
+            bytes = bin;
+        }
+        char id[ASSETS_ID_MAX], err[256];
+        char line[400];
+        if (assets_put(store, mimes[i], bytes, blen, id, err, sizeof err) == 0) {
+            snprintf(line, sizeof line, "[%s: /assets/%s]", strcmp(mimes[i], "text/html") == 0 ? "html" : "image", id);
+            ex->assets++;
+        } else {
+            snprintf(line, sizeof line, "[%s]", err);
+        }
+        output_write_block(ex->out, line, strlen(line));
+        free(bin);
+    }
+}
+
 static void s_output_bundle(runtime_exec_t *ex, json_object *content)
 {
     json_object *data = NULL, *plain = NULL;
-    if (!json_object_object_get_ex(content, "data", &data) ||
-        !json_object_object_get_ex(data, "text/plain", &plain) || !json_object_is_type(plain, json_type_string))
+    if (!json_object_object_get_ex(content, "data", &data) || !json_object_is_type(data, json_type_object))
         return;
     if (ex->clear_pending) {
         ex->clear_pending = false;
         output_clear(ex->out);
     }
-    const char *t = json_object_get_string(plain);
-    size_t n = (size_t)json_object_get_string_len(plain);
-    output_write_block(ex->out, t, n);
-    if (ex->has_obs && ex->obs.on_output) {
-        buf_t clean;
-        buf_init(&clean, 0);
-        output_clean_text(t, n, &clean);
-        buf_putc(&clean, '\n');
-        ex->obs.on_output(ex->obs_ud, ex, 0, clean.data, clean.len);
-        buf_free(&clean);
+    if (json_object_object_get_ex(data, "text/plain", &plain) && json_object_is_type(plain, json_type_string)) {
+        const char *t = json_object_get_string(plain);
+        size_t n = (size_t)json_object_get_string_len(plain);
+        output_write_block(ex->out, t, n);
+        if (ex->has_obs && ex->obs.on_output) {
+            buf_t clean;
+            buf_init(&clean, 0);
+            output_clean_text(t, n, &clean);
+            buf_putc(&clean, '\n');
+            ex->obs.on_output(ex->obs_ud, ex, 0, clean.data, clean.len);
+            buf_free(&clean);
+        }
     }
+    s_save_assets(ex, data);
 }
 
 static void s_maybe_done(runtime_t *self, runtime_exec_t *ex)
@@ -879,6 +936,7 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
     self->cwd = xstrdup(o->cwd);
     self->runtime_dir = xstrdup(o->runtime_dir);
     self->assets_dir = xstrdup(o->assets_dir);
+    self->assets = o->assets;
     self->interpreter = xstrdup(o->interpreter);
     self->env_note = xstrdup(o->env_note);
     self->argv = strv_dup(o->argv);
@@ -1297,6 +1355,11 @@ void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out)
 long runtime_exec_vars(const runtime_exec_t *ex)
 {
     return ex->vars;
+}
+
+long runtime_exec_assets(const runtime_exec_t *ex)
+{
+    return ex->assets;
 }
 
 const char *runtime_exec_why(const runtime_exec_t *ex)

@@ -30,6 +30,7 @@ typedef struct {
     const char *cwd;           /* kernel working directory */
     const char *runtime_dir;   /* connection + log files */
     const char *assets_dir;    /* full-output files */
+    struct assets *assets;     /* borrowed: where images and HTML outputs are saved (may be NULL) */
     const char *interpreter;   /* informational, for status (may be NULL) */
     const char *env_note;      /* informational, e.g. why a venv was (not) used */
     char *const *env_extra;    /* extra "KEY=VALUE" for the kernel */
@@ -156,6 +157,8 @@ unsigned long runtime_exec_id(const runtime_exec_t *ex);
 int64_t runtime_exec_elapsed_ms(const runtime_exec_t *ex);
 void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out);
 long runtime_exec_vars(const runtime_exec_t *ex);
+/* Rich outputs (images, HTML) this run saved as assets. */
+long runtime_exec_assets(const runtime_exec_t *ex);
 /* Why it failed / was cancelled (RUNTIME_FAILED, RUNTIME_CANCELLED). */
 const char *runtime_exec_why(const runtime_exec_t *ex);
 const char *runtime_exec_prompt(const runtime_exec_t *ex, bool *password);

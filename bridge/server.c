@@ -3,7 +3,9 @@
 #include "server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,9 @@
 #include "mem.h"
 #include "runtime.h"
 #include "sigs.h"
+#include "assets.h"
 #include "tools.h"
+#include "transport_http.h"
 #include "transport_stdio.h"
 
 #define EXIT_GRACE_MS 100   /* kernel SIGTERM grace at exit; the whole exit stays < 300 ms */
@@ -31,6 +35,8 @@
 typedef struct {
     loop_t *loop;
     runtime_t *rt;
+    transport_http_t *http;
+    int64_t started_ms;
 } s_app_t;
 
 static void s_on_signal(void *ud, int signo)
@@ -118,7 +124,51 @@ static int s_choose_kernel(const config_t *cfg, const char *cwd, runtime_opts_t 
     return 0;
 }
 
-int server_run_stdio(const config_t *cfg)
+/* GET /health: {status, kernel, exec_count, uptime_s, sessions}. */
+static void s_route_health(void *ud, const char *path, http_reply_t *out)
+{
+    s_app_t *app = ud;
+    if (strcmp(path, "/health") != 0)
+        return;
+    runtime_status_t st;
+    runtime_status(app->rt, &st);
+    out->status = 200;
+    out->content_type = "application/json";
+    out->body = xasprintf("{\"status\":\"%s\",\"kernel\":\"%s\",\"exec_count\":%ld,\"uptime_s\":%lld,"
+                          "\"sessions\":%zu}",
+                          strcmp(st.state, "dead") == 0 ? "degraded" : "ok", st.state, st.exec_count,
+                          (long long)((loop_now_ms() - app->started_ms) / 1000),
+                          app->http ? transport_http_sessions(app->http) : (size_t)0);
+    out->len = strlen(out->body);
+}
+
+/* GET /assets/<id>: the file with its type; HTML and SVG in a CSP sandbox
+ * (a unique origin), so a page made by user code cannot call /mcp. */
+static void s_route_assets(void *ud, const char *path, http_reply_t *out)
+{
+    assets_t *store = ud;
+    const char *mime = NULL;
+    char *file = assets_path(store, path + strlen("/assets/"), &mime);
+    int fd = file ? open(file, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    free(file);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0)
+            close(fd);
+        out->status = 404;
+        out->content_type = "application/json";
+        out->body = xstrdup("{\"error\":\"asset_not_found\"}");
+        out->len = strlen(out->body);
+        return;
+    }
+    out->status = 200;
+    out->content_type = mime;
+    out->fd = fd;
+    out->fd_size = (size_t)st.st_size;
+    out->sandbox = strcmp(mime, "text/html") == 0 || strcmp(mime, "image/svg+xml") == 0;
+}
+
+int server_run(const config_t *cfg)
 {
     /* Signals first: every thread created later (libzmq's) inherits the mask. */
     sigs_t *sigs = sigs_new();
@@ -140,6 +190,7 @@ int server_run_stdio(const config_t *cfg)
     loop_t *loop = NULL;
     mcp_server_t *mcp = NULL;
     transport_stdio_t *tr = NULL;
+    assets_t *store = NULL;
     s_app_t app = {0};
     if (!cwd || !fileio_is_dir(cwd)) {
         fprintf(stderr, "rat-py: --cwd %s: not a directory\n", cfg->cwd ? cfg->cwd : ".");
@@ -150,7 +201,9 @@ int server_run_stdio(const config_t *cfg)
                                                            : xasprintf("%s/%s", cwd, cfg->assets_dir))
                              : xasprintf("%s/.rat-assets", cwd);
     rtdir = s_runtime_dir();
+    store = assets_new(assets, 0, cfg->assets_max_mb ? (unsigned long long)cfg->assets_max_mb << 20 : 0);
     runtime_opts_t ro = {
+        .assets = store,
         .cwd = cwd,
         .runtime_dir = rtdir,
         .assets_dir = assets,
@@ -176,21 +229,48 @@ int server_run_stdio(const config_t *cfg)
         status = 1;
         goto out;
     }
-    tools_ctx_t ctx = {.loop = loop, .rt = app.rt, .assets_dir = assets, .started_ms = loop_now_ms()};
+    app.started_ms = loop_now_ms();
+    tools_ctx_t ctx = {.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms};
     mcp = mcp_server_new("rat-py", RAT_VERSION, tools_instructions());
     tool_run_register(mcp, &ctx);
     tool_look_register(mcp, &ctx);
     tool_ctl_register(mcp, &ctx);
-    tr = transport_stdio_new(loop, mcp, STDIN_FILENO, STDOUT_FILENO, s_on_eof, &app);
+    tool_assets_register(mcp, &ctx);
+    if (cfg->http) {
+        transport_http_opts_t ho = {
+            .host = cfg->host,
+            .port = cfg->port >= 0 ? cfg->port : 8000,
+            .token = cfg->token,
+            .allow_origins = (char *const *)cfg->allow_origins,
+            .allow_insecure_remote = cfg->insecure_no_token,
+        };
+        app.http = transport_http_new(loop, mcp, &ho, err, sizeof err);
+        if (!app.http) {
+            fprintf(stderr, "rat-py: %s\n", err);
+            status = 2;
+            goto out;
+        }
+        transport_http_route(app.http, "/health", s_route_health, &app);
+        transport_http_route(app.http, "/assets/", s_route_assets, store);
+        const char *h = cfg->host ? cfg->host : "127.0.0.1";
+        bool v6 = strchr(h, ':') != NULL;
+        fprintf(stderr, "rat-py: serving MCP at http://%s%s%s:%d/mcp%s\n", v6 ? "[" : "", h, v6 ? "]" : "",
+                transport_http_port(app.http), cfg->token ? " (bearer token required)" : "");
+    } else {
+        tr = transport_stdio_new(loop, mcp, STDIN_FILENO, STDOUT_FILENO, s_on_eof, &app);
+    }
     if (loop_run(loop) < 0)
         status = 1;
 
     /* Shutdown, bounded: last words to the client, then the kernel. */
-    transport_stdio_flush(tr, FLUSH_MS);
+    if (tr)
+        transport_stdio_flush(tr, FLUSH_MS);
     transport_stdio_destroy(&tr); /* cancels calls in flight (they release their runs) */
+    transport_http_destroy(&app.http);
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
 out:
     transport_stdio_destroy(&tr);
+    transport_http_destroy(&app.http);
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
     mcp_server_destroy(&mcp);
     sigs_destroy(&sigs); /* unwatches: before the loop goes */
@@ -200,6 +280,7 @@ out:
     strv_free(argv);
     interp_free(&it);
     free(existing);
+    assets_destroy(&store);
     free(rtdir);
     free(assets);
     free(cwd);

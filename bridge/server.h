@@ -6,8 +6,8 @@
 
 #include "config.h"
 
-/* Runs the MCP server over stdio until EOF or a termination signal. Returns
- * the process exit status. */
-int server_run_stdio(const config_t *cfg);
+/* Runs the MCP server over stdio (until EOF) or Streamable HTTP (--http),
+ * until a termination signal. Returns the process exit status. */
+int server_run(const config_t *cfg);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "assets.h"
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
@@ -67,23 +68,6 @@ static void s_op_finish(s_op_t *op, const char *text, bool is_error)
     free(op);
 }
 
-/* Removes the files rat-py wrote into the assets dir (and nothing else). */
-static void s_clear_assets(const char *dir)
-{
-    DIR *d = dir ? opendir(dir) : NULL;
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "output-", 7) == 0 || strncmp(e->d_name, "asset-", 6) == 0) {
-            char *p = xasprintf("%s/%s", dir, e->d_name);
-            unlink(p);
-            free(p);
-        }
-    }
-    closedir(d);
-}
-
 static void s_reset_done(void *ud, bool ok, const char *text)
 {
     s_op_t *op = ud;
@@ -91,8 +75,8 @@ static void s_reset_done(void *ud, bool ok, const char *text)
         s_op_finish(op, text, true);
         return;
     }
-    if (op->all)
-        s_clear_assets(op->ctx->assets_dir);
+    if (op->all && op->ctx->assets)
+        assets_clear(op->ctx->assets);
     buf_t b;
     buf_init(&b, 0);
     buf_printf(&b, "RESET | %s | ", op->all ? "namespace, history and saved outputs cleared" : "namespace cleared");

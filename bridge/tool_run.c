@@ -142,7 +142,7 @@ static void s_render_done(runtime_exec_t *ex, buf_t *b)
     if (b->len)
         buf_puts(b, "\n\n");
     bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
-    textfmt_footer(b, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), 0);
+    textfmt_footer(b, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), runtime_exec_assets(ex));
 }
 
 static void s_end(s_follow_t *f, const char *text, bool is_error, bool detach)

@@ -14,16 +14,20 @@
 #define TOOLS_DEFAULT_WAIT_S 25.0   /* below mcp2cli's 30 s client timeout */
 #define TOOLS_MAX_CODE (4u << 20)   /* bytes of code in one run */
 
+struct assets;
+
 typedef struct {
     loop_t *loop;              /* borrowed */
     runtime_t *rt;             /* borrowed */
-    const char *assets_dir;    /* borrowed */
+    struct assets *assets;     /* borrowed: the asset store */
     int64_t started_ms;
 } tools_ctx_t;
 
 void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx);
 void tool_ctl_register(mcp_server_t *srv, tools_ctx_t *ctx);
 void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx);
+/* resources/list and resources/read over the asset store. */
+void tool_assets_register(mcp_server_t *srv, tools_ctx_t *ctx);
 
 /* Follows ex on behalf of call until it finishes, asks for input, or wait_s
  * elapses, then finishes call with the standard run text. Used by run and

@@ -18,5 +18,5 @@ rat_apt_install() {
 }
 
 # What building and running rat-py needs.
-RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev)
+RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev libmicrohttpd-dev)
 RAT_RUN_PKGS=(python3-ipykernel)

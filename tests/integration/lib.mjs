@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 /** Throws when a sanitizer (ASan, LSan, UBSan) reported on rat-py's stderr. */
@@ -158,4 +159,54 @@ export function rawServer(args = [], env = {}) {
     },
   };
   return srv;
+}
+
+/**
+ * Starts `rat-py --http --port 0` and waits for the URL it prints on stderr.
+ * Returns { url, base, port, dir, proc, stderr(), stop() }.
+ */
+export async function startHttp(args = [], env = {}) {
+  const work = scratch();
+  const proc = spawn(RAT, ['--http', '--port', '0', '--cwd', work.dir, ...args],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdout = '';
+  proc.stdout.on('data', (d) => { stdout += d; });
+  const url = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`rat-py --http did not print its URL: ${stderr}`)), 15000);
+    proc.stderr.on('data', (d) => {
+      stderr += d;
+      if (process.env.RAT_TEST_STDERR) process.stderr.write(d);
+      const m = /serving MCP at (http:\/\/\S+\/mcp)/.exec(stderr);
+      if (m) { clearTimeout(t); resolve(m[1]); }
+    });
+    proc.on('exit', (code) => { clearTimeout(t); reject(new Error(`rat-py --http exited (${code}): ${stderr}`)); });
+  });
+  const exited = new Promise((r) => proc.on('exit', (code, signal) => r({ code, signal })));
+  const base = url.replace(/\/mcp$/, '');
+  return {
+    url, base, port: Number(/:(\d+)\/mcp$/.exec(url)[1]), dir: work.dir, proc, exited,
+    stderr: () => stderr,
+    stdout: () => stdout,
+    async stop() {
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 3000);
+      await exited;
+      clearTimeout(t);
+      work.cleanup();
+      checkSanitizers(stderr);
+    },
+  };
+}
+
+/** An SDK client over Streamable HTTP. opts: elicit handler, headers, capabilities. */
+export async function connectHttp(url, opts = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: opts.headers ?? {} } });
+  const capabilities = opts.elicit ? { elicitation: {} } : {};
+  const client = new Client({ name: 'rat-py-http-tests', version: '1.0.0' }, { capabilities });
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push({ ...n.params, at: Date.now() }));
+  if (opts.elicit) client.setRequestHandler(ElicitRequestSchema, opts.elicit);
+  await client.connect(transport);
+  return { client, transport, logs, async close() { await client.close().catch(() => {}); } };
 }

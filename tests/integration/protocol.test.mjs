@@ -18,7 +18,8 @@ test('initialize: our protocol, capabilities, serverInfo, instructions', () => w
   srv.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
   const r = await srv.reply(1);
   assert.equal(r.result.protocolVersion, '2025-11-25');
-  assert.deepEqual(Object.keys(r.result.capabilities).sort(), ['logging', 'tools']);
+  assert.deepEqual(Object.keys(r.result.capabilities).sort(), ['logging', 'resources', 'tools']);
+  assert.deepEqual(r.result.capabilities.resources, { subscribe: false, listChanged: false });
   assert.equal(r.result.serverInfo.name, 'rat-py');
   assert.match(r.result.serverInfo.version, /^\d+\.\d+\.\d+$/);
   assert.match(r.result.instructions, /run\(code\)/);
@@ -98,10 +99,10 @@ test('notifications get no answer', () => withServer(async (srv) => {
   assert.equal(r.id, 1, 'the ping answer is the next message');
 }));
 
-test('empty lists for resources, templates and prompts (mcp2cli shell asks for them)', () => withServer(async (srv) => {
+test('lists for resources, templates and prompts (mcp2cli shell asks for them)', () => withServer(async (srv) => {
   await srv.initialize();
   srv.send({ jsonrpc: '2.0', id: 1, method: 'resources/list' });
-  assert.deepEqual((await srv.reply(1)).result, { resources: [] });
+  assert.deepEqual((await srv.reply(1)).result, { resources: [] }, 'no assets yet');
   srv.send({ jsonrpc: '2.0', id: 2, method: 'resources/templates/list' });
   assert.deepEqual((await srv.reply(2)).result, { resourceTemplates: [] });
   srv.send({ jsonrpc: '2.0', id: 3, method: 'prompts/list' });

@@ -1,0 +1,123 @@
+/* mcp_internal: the structures shared by the MCP layer's own files (mcp.c
+ * and mcp_features.c). Nothing outside the MCP layer includes this. */
+#ifndef RAT_MCP_INTERNAL_H
+#define RAT_MCP_INTERNAL_H
+
+#include <stdint.h>
+
+#include "jsonrpc.h"
+#include "mcp.h"
+
+typedef struct {
+    char *uri, *name, *title, *description, *mime;   /* owned (uri is a template for templates) */
+    mcp_resource_fn *fn;
+    void *ud;
+} mcp_resource_entry_t;
+
+typedef struct {
+    char *name, *title, *description;  /* owned */
+    json_object *arguments;            /* owned: [{name, description, required}] */
+    mcp_prompt_fn *fn;
+    void *ud;
+} mcp_prompt_entry_t;
+
+typedef struct {
+    mcp_resource_entry_t *resources;   /* owned arrays */
+    size_t nresources;
+    mcp_resource_entry_t *templates;
+    size_t ntemplates;
+    mcp_prompt_entry_t *prompts;
+    size_t nprompts;
+    mcp_resource_list_fn *provider_list; /* dynamic resources */
+    mcp_resource_read_fn *provider_read;
+    void *provider_ud;
+    mcp_complete_fn *complete;
+    void *complete_ud;
+    bool subscriptions;
+} mcp_features_t;
+
+typedef struct {
+    mcp_tool_t tool;      /* strings owned */
+    json_object *schema;  /* owned, parsed input_schema */
+} mcp_tool_entry_t;
+
+typedef struct {
+    char *method;         /* owned */
+    mcp_method_fn *fn;
+    void *ud;
+} mcp_method_entry_t;
+
+struct mcp_server {
+    char *name, *version, *instructions;  /* owned */
+    mcp_tool_entry_t *tools;              /* owned array */
+    size_t ntools;
+    mcp_method_entry_t *methods;          /* owned array */
+    size_t nmethods;
+    json_object *extra_caps;              /* owned */
+    json_object *tools_list;              /* owned cache of the tools/list result */
+    mcp_session_fn *on_init;
+    void *on_init_ud;
+    mcp_features_t features;              /* resources, prompts, completion */
+    mcp_session_t *sessions;              /* borrowed list of live sessions */
+};
+
+struct mcp_call {
+    mcp_session_t *session;       /* borrowed: the session owns its calls */
+    json_object *id;              /* owned reference */
+    char *method;                 /* owned */
+    char *tool;                   /* owned, tools/call only */
+    void *origin;                 /* transport's stream for this request */
+    bool origin_gone;             /* messages are dropped once the origin is gone */
+    bool cancelled;               /* cancelled while no cancel fn: drop the response */
+    json_object *progress_token;  /* owned reference or NULL */
+    double last_progress;
+    mcp_cancel_fn *cancel_fn;
+    void *cancel_ud;
+    mcp_call_t *next;
+};
+
+typedef struct mcp_pending {
+    long handle;
+    int64_t id;                   /* JSON-RPC id we sent */
+    mcp_call_t *call;             /* borrowed, may be NULL */
+    mcp_response_fn *fn;
+    void *ud;
+    struct mcp_pending *next;
+} mcp_pending_t;
+
+struct mcp_session {
+    mcp_server_t *server;         /* borrowed */
+    mcp_send_fn *send;
+    void *transport;
+    bool initialized;             /* initialize answered */
+    char protocol[32];
+    json_object *client_caps;     /* owned */
+    mcp_log_level_t log_level;
+    mcp_call_t *calls;            /* owned list of in-flight calls */
+    size_t ncalls;
+    mcp_pending_t *pending;       /* owned list of server->client requests */
+    int64_t next_request_id;
+    long next_handle;
+    void *user;
+    char **subscriptions;         /* owned: resource URIs this client subscribed to */
+    size_t nsubscriptions;
+    mcp_session_t *next_in_server;
+};
+
+
+/* mcp.c */
+mcp_call_t *mcp_call_create(mcp_session_t *session, jsonrpc_msg_t *m, void *origin);
+void mcp_session_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result);
+void mcp_session_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg);
+
+/* mcp_features.c */
+/* Handles the resources, prompts and completion methods. Returns false when
+ * method is none of those. */
+bool mcp_features_handle(mcp_session_t *session, jsonrpc_msg_t *m, void *origin);
+bool mcp_features_known(const char *method);
+void mcp_features_free(mcp_features_t *f);
+void mcp_features_session_free(mcp_session_t *session);
+/* Capability objects for initialize (added to caps). */
+void mcp_features_capabilities(const mcp_features_t *f, json_object *caps);
+
+#endif

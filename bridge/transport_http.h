@@ -1,0 +1,69 @@
+/* transport_http: MCP over Streamable HTTP (MCP 2025-11-25) with libmicrohttpd.
+ *
+ * One endpoint, /mcp: POST carries one JSON-RPC message and is answered with
+ * application/json when the response is ready at once, or with an SSE stream
+ * that carries the request's notifications and then its response; GET opens
+ * the session's stream for server-initiated messages; DELETE ends a session.
+ * Sessions have secure random ids (Mcp-Session-Id) and share the MCP server
+ * (and so, in rat-py, one kernel).
+ *
+ * Security: Host and Origin are checked against DNS rebinding (403), a bearer
+ * token can be required (401, compared in constant time), CORS headers go to
+ * allowed browser origins only. Bounded: request bodies, headers (per
+ * connection memory), connections, sessions (idle ones expire and the oldest
+ * idle one is evicted when the table is full), queued stream output.
+ *
+ * Runs inside the loop: MHD in external-select epoll mode, its epoll fd in
+ * zmq_poll, no extra thread. Extra GET routes (/health, /assets/...) are
+ * plugged in by the application, so this file knows nothing about kernels. */
+#ifndef RAT_TRANSPORT_HTTP_H
+#define RAT_TRANSPORT_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "loop.h"
+#include "mcp.h"
+
+typedef struct transport_http transport_http_t;
+
+typedef struct {
+    const char *host;            /* address to bind; default 127.0.0.1 */
+    int port;                    /* 0: any free port */
+    const char *token;           /* require "Authorization: Bearer TOKEN"; NULL: none */
+    char *const *allow_origins;  /* extra allowed Origin values, NULL-terminated (may be NULL) */
+    bool allow_insecure_remote;  /* bind a non-loopback address without a token */
+    size_t max_body;             /* bytes of one POST body; default 4 MiB */
+    unsigned max_sessions;       /* default 256 */
+    int session_idle_s;          /* idle sessions expire; default 3600 */
+    unsigned max_connections;    /* default 2048 */
+    int connection_timeout_s;    /* idle/slow connections are closed; default 30 */
+} transport_http_opts_t;
+
+/* What a route answers. Exactly one of body or fd is used. */
+typedef struct {
+    int status;                  /* HTTP status */
+    const char *content_type;    /* static string */
+    char *body;                  /* malloc'd, freed by the transport */
+    size_t len;
+    int fd;                      /* file to send (closed by the transport), -1 if none */
+    size_t fd_size;
+    bool sandbox;                /* add Content-Security-Policy: sandbox (untrusted HTML/SVG) */
+} http_reply_t;
+
+/* Answers a GET under a registered prefix. path is the full request path. */
+typedef void (http_route_fn)(void *ud, const char *path, http_reply_t *out);
+
+/* Starts listening. Returns NULL with err filled (e.g. refusing a
+ * non-loopback address without a token, or a port in use). */
+transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const transport_http_opts_t *opts,
+                                     char *err, size_t errlen);
+/* Ends every session and stream, stops listening, frees. */
+void transport_http_destroy(transport_http_t **self_p);
+/* The bound port (useful with port 0). */
+int transport_http_port(const transport_http_t *self);
+/* Adds a GET route: requests whose path starts with prefix go to fn. */
+void transport_http_route(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud);
+size_t transport_http_sessions(const transport_http_t *self);
+
+#endif
