@@ -324,6 +324,22 @@ void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *log
 
 void mcp_session_forget_origin(mcp_session_t *self, void *origin)
 {
+    /* Calls whose handler can be told are ended as "gone" (like a closed
+     * session: the work may go on, nobody will read the response); the
+     * others just stop sending. Restart the scan after each one ended:
+     * freeing unlinks it. */
+    for (;;) {
+        mcp_call_t *c = self->calls;
+        while (c && !(c->origin == origin && c->cancel_fn))
+            c = c->next;
+        if (!c)
+            break;
+        mcp_cancel_fn *fn = c->cancel_fn;
+        c->cancel_fn = NULL;
+        c->origin_gone = true;
+        fn(c, MCP_CANCEL_GONE, c->cancel_ud);
+        s_call_free(c);
+    }
     for (mcp_call_t *c = self->calls; c; c = c->next)
         if (c->origin == origin)
             c->origin_gone = true;
@@ -414,9 +430,10 @@ void mcp_call_progress(mcp_call_t *call, double progress, double total, const ch
 {
     if (!call->progress_token || call->origin_gone)
         return;
-    if (progress <= call->last_progress)
+    if (call->progress_sent && progress <= call->last_progress)
         progress = call->last_progress + 1;
     call->last_progress = progress;
+    call->progress_sent = true;
     json_object *p = json_object_new_object();
     json_object_object_add(p, "progressToken", json_object_get(call->progress_token));
     json_object_object_add(p, "progress", json_object_new_double(progress));

@@ -124,8 +124,9 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
 void mcp_session_destroy(mcp_session_t **self_p);
 /* Handles one incoming message (one line of stdio, one HTTP body). */
 void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void *origin);
-/* The transport says an origin (an HTTP stream) went away. Calls from it keep
- * running but their messages are dropped from now on. */
+/* The transport says an origin (an HTTP stream) went away: its calls get
+ * MCP_CANCEL_GONE (their work may continue; nobody reads the response), or,
+ * without a cancel function, simply stop sending. */
 void mcp_session_forget_origin(mcp_session_t *self, void *origin);
 bool mcp_session_initialized(const mcp_session_t *self);
 /* The negotiated protocol version ("" before initialize). */

@@ -71,6 +71,7 @@ struct mcp_call {
     bool cancelled;               /* cancelled while no cancel fn: drop the response */
     json_object *progress_token;  /* owned reference or NULL */
     double last_progress;
+    bool progress_sent;
     mcp_cancel_fn *cancel_fn;
     void *cancel_ud;
     mcp_call_t *next;

@@ -808,12 +808,12 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
         flags |= MHD_USE_IPv6;
     self->daemon = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, s_access, self,
+        MHD_OPTION_EXTERNAL_LOGGER, s_mhd_log, self,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(o->max_connections ? o->max_connections : 2048),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)(o->connection_timeout_s > 0 ? o->connection_timeout_s : 30),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
-        MHD_OPTION_EXTERNAL_LOGGER, s_mhd_log, self,
         MHD_OPTION_END);
     if (!self->daemon) {
         snprintf(err, errlen, "cannot listen on %s port %d: %s", host, o->port,

@@ -273,6 +273,33 @@ test('a non-loopback address without a token refuses to start, with a clear mess
   assert.equal(p.stdout, '');
 });
 
+test('a client that disconnects mid-run: the run goes on and ctl wait collects it from another session', async () => {
+  const warm = await connectHttp(srv.url);
+  await call(warm, 'run', { code: 'pass' }); // the kernel is up before the timed part
+  await warm.close();
+  const sid = await rawSession(srv.base);
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'run', arguments: {
+    code: 'import time\nfor i in range(10):\n    print("tick", i, flush=True)\n    time.sleep(0.2)\nprint("done")' } } });
+  // A raw socket, so that "disconnect" means the TCP connection really closes.
+  const sock = net.connect(srv.port, '127.0.0.1');
+  sock.on('error', () => {});
+  let got = '';
+  sock.on('data', (d) => { got += d; });
+  await new Promise((r) => sock.on('connect', r));
+  sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.match(got, /text\/event-stream[\s\S]*tick 0/);
+  sock.destroy();
+  await new Promise((r) => setTimeout(r, 600)); // the next output chunk shows the stream is gone
+  const h = await connectHttp(srv.url);
+  try {
+    const w = await call(h, 'ctl', { op: 'wait' });
+    assert.match(w.text, /^tick 0\ntick 1\n[\s\S]*tick 9\ndone\n\n✓ \d\.\ds/);
+  } finally {
+    await h.close();
+  }
+});
+
 test('ctl reset --scope all clears the assets', async () => {
   const h = await connectHttp(srv.url);
   try {
