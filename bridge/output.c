@@ -36,6 +36,7 @@ struct output {
     bool truncated;                         /* some line fell out of head/tail or was cut */
     FILE *spill;                            /* full cleaned output, once something is cut */
     char *spill_path;                       /* owned */
+    char *spill_error;                      /* owned: why the full output could not be kept */
     long spill_bytes;
     bool spill_capped;
 };
@@ -73,6 +74,7 @@ void output_destroy(output_t **self_p)
     s_close_spill(self);
     buf_free(&self->cur);
     free(self->spill_path);
+    free(self->spill_error);
     free(self->spill_dir);
     free(self);
     *self_p = NULL;
@@ -105,7 +107,9 @@ static void s_start_spill(output_t *self)
     if (self->spill || self->spill_path || !self->spill_dir)
         return;
     if (jpaths_ensure_dir(self->spill_dir) < 0) {
-        log_warn("cannot create %s: %s; full output is not kept", self->spill_dir, strerror(errno));
+        free(self->spill_error);
+        self->spill_error = xasprintf("cannot create %s (%s)", self->spill_dir, strerror(errno));
+        log_warn("full output is not kept: %s", self->spill_error);
         free(self->spill_dir);
         self->spill_dir = NULL;
         return;
@@ -117,7 +121,9 @@ static void s_start_spill(output_t *self)
     self->spill_path = xasprintf("%s/output-%s.txt", self->spill_dir, hex);
     self->spill = fopen(self->spill_path, "we");
     if (!self->spill) {
-        log_warn("cannot write %s: %s; full output is not kept", self->spill_path, strerror(errno));
+        free(self->spill_error);
+        self->spill_error = xasprintf("cannot write %s (%s)", self->spill_path, strerror(errno));
+        log_warn("full output is not kept: %s", self->spill_error);
         FREE_AND_NULL(self->spill_path);
         return;
     }
@@ -351,6 +357,8 @@ void output_render(output_t *self, buf_t *dst)
         if (self->spill)
             fflush(self->spill);
         buf_printf(dst, "\n[full output: %s]", self->spill_path);
+    } else if (self->spill_error && self->truncated) {
+        buf_printf(dst, "\n[full output not saved: %s]", self->spill_error);
     }
 }
 

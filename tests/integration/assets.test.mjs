@@ -1,0 +1,69 @@
+// Assets over stdio: resources/list and resources/read, the 32 MB limit per
+// asset, eviction past --assets-max-mb, and a store that cannot be written.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { connect, run } from './lib.mjs';
+
+test('stdio clients list and read assets as resources', async () => {
+  const h = await connect();
+  try {
+    const r = await run(h, 'from IPython.display import display, HTML, SVG\ndisplay(HTML("<i>hi</i>"))\ndisplay(SVG(\'<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\'))');
+    assert.match(r.text, /^<IPython\.core\.display\.HTML object>\n\[html: \/assets\/[0-9a-f]{32}\.html\]\n<IPython\.core\.display\.SVG object>\n\[image: \/assets\/[0-9a-f]{32}\.svg\]\n\n✓ \d+ms \| \d+ vars? \| 2 assets$/);
+    const { resources } = await h.client.listResources();
+    assert.equal(resources.length, 2);
+    const html = resources.find((x) => x.mimeType === 'text/html');
+    const read = await h.client.readResource({ uri: html.uri });
+    assert.equal(read.contents[0].text, '<i>hi</i>');
+    await assert.rejects(h.client.readResource({ uri: 'rat://assets/../../etc/passwd' }), /-32002/);
+    await assert.rejects(h.client.readResource({ uri: 'file:///etc/passwd' }), /-32002/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('an asset over 32 MB is refused with a clear line; the run still succeeds', async () => {
+  const h = await connect();
+  try {
+    const r = await run(h, 'from IPython.display import display, HTML\ndisplay(HTML("x" * (33 * 2**20)))\nprint("after")');
+    assert.equal(r.isError, false);
+    assert.match(r.text, /\[text\/html of 33\.0 MB not saved: over the 32\.0 MB limit for one asset\]\nafter\n/);
+    assert.equal((await h.client.listResources()).resources.length, 0);
+  } finally {
+    await h.close();
+  }
+});
+
+test('past --assets-max-mb the oldest files are evicted', async () => {
+  const h = await connect({ args: ['--assets-max-mb', '1'] });
+  try {
+    for (let i = 0; i < 6; i++)
+      await run(h, `from IPython.display import display, HTML\ndisplay(HTML("<p>${i}</p>" + "y" * 300_000))`);
+    const dir = path.join(h.dir, '.rat-assets');
+    const files = readdirSync(dir);
+    const total = files.reduce((n, f) => n + statSync(path.join(dir, f)).size, 0);
+    assert.ok(total <= 1 << 20, `${total} bytes kept`);
+    assert.ok(files.length >= 2 && files.length < 6, `${files.length} files kept`);
+    const { resources } = await h.client.listResources();
+    const newest = await h.client.readResource({ uri: resources[0].uri });
+    assert.match(newest.contents[0].text, /^<p>5<\/p>/, 'the newest survives');
+  } finally {
+    await h.close();
+  }
+});
+
+test('an assets dir that cannot be created: the line says why and rat-py keeps serving', async () => {
+  const h2 = await connect({ args: ['--assets-dir', '/proc/rat-py-cannot-create-here'] });
+  try {
+    const r = await run(h2, 'from IPython.display import display, HTML\ndisplay(HTML("<b>x</b>"))\nfor i in range(150): print(i)');
+    assert.equal(r.isError, false);
+    assert.match(r.text, /\[text\/html not saved: cannot create \/proc\/rat-py-cannot-create-here/);
+    assert.match(r.text, /… \[52 lines truncated\] …/);
+    assert.match(r.text, /\[full output not saved: cannot create \/proc\/rat-py-cannot-create-here \(/);
+    const again = await run(h2, 'print("still serving")');
+    assert.match(again.text, /^still serving\n/);
+  } finally {
+    await h2.close();
+  }
+});
