@@ -199,7 +199,8 @@ void assets_trim(assets_t *self)
     for (size_t i = 0; i < n; i++)
         total += (unsigned long long)files[i].size;
     if (total > self->max_total) {
-        qsort(files, n, sizeof *files, s_by_mtime);
+        if (n)
+            qsort(files, n, sizeof *files, s_by_mtime);
         for (size_t i = n; i > 1 && total > self->max_total; i--) {
             char *p = xasprintf("%s/%s", self->dir, files[i - 1].name);
             if (unlink(p) == 0) {
@@ -218,7 +219,8 @@ size_t assets_list(const assets_t *self, assets_entry_t **out)
 {
     s_file_t *files = NULL;
     size_t n = s_scan(self, &files);
-    qsort(files, n, sizeof *files, s_by_mtime);
+    if (n)
+        qsort(files, n, sizeof *files, s_by_mtime);
     *out = n ? xcalloc(n, sizeof **out) : NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
