@@ -1,0 +1,209 @@
+"""scripts/bench's body: runs every measurement and prints a Markdown table.
+
+Each row compares rat-py with the floor (a raw ZMQ client in C talking to the
+same kernelspec, bench/floor.c) and, where it applies, with jupyter_client's
+BlockingKernelClient (bench/jc_bench.py). Round trips are repeated in rounds
+that alternate between the contenders, and the median of the round medians is
+reported, so a noisy moment hurts all of them alike.
+"""
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+B = os.path.join(ROOT, "build", "bench")
+RAT = os.path.join(B, "rat-py")
+FLOOR = os.path.join(B, "floor")
+MCPC = os.path.join(B, "mcpc")
+PY = "/usr/bin/python3"
+QUICK = "--quick" in sys.argv
+WORK = tempfile.mkdtemp(prefix="rat-bench-")
+
+
+def run(cmd, env=None, timeout=1800):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
+    if p.returncode != 0:
+        raise SystemExit("bench: %s failed (%d): %s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    return p.stdout
+
+
+def kv(text):
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            try:
+                out[parts[0]] = float(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+def nums(text):
+    return [float(x) for x in text.split()]
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))]
+
+
+def rat(*args):
+    return [RAT, "--cwd", WORK] + list(args)
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ipk = run([PY, "-c", "import ipykernel, IPython; print(ipykernel.__version__, IPython.__version__)"]).split()
+    return "%s, %d cores, %s %s, Python %s, ipykernel %s (IPython %s)" % (
+        cpu, os.cpu_count(), platform.system(), platform.release(), platform.python_version(), ipk[0], ipk[1])
+
+
+rows = []
+
+
+def row(what, ratpy, floor, jc, target, ok):
+    rows.append((what, ratpy, floor, jc, target, "✓" if ok else ("✗" if ok is False else "")))
+
+
+def bench_roundtrip():
+    rounds = 2 if QUICK else 3
+    n = 150 if QUICK else 300
+    r_med, f_med, j_med, r_all, f_all, j_all = [], [], [], [], [], []
+    for _ in range(rounds):
+        r = nums(run([MCPC, "rt", str(n), "--"] + rat()))
+        f = nums(run([FLOOR, "rt", str(n)]))
+        j = nums(run([PY, os.path.join(ROOT, "bench", "jc_bench.py"), "rt", str(n)]))
+        r_all += r
+        f_all += f
+        j_all += j
+        r_med.append(statistics.median(r))
+        f_med.append(statistics.median(f))
+        j_med.append(statistics.median(j))
+    r, f, j = statistics.median(r_med) / 1000, statistics.median(f_med) / 1000, statistics.median(j_med) / 1000
+    row("run `x = 42` round trip, median (p99)",
+        "%.2f ms (%.2f)" % (r, pct(r_all, 0.99) / 1000), "%.2f ms (%.2f)" % (f, pct(f_all, 0.99) / 1000),
+        "%.2f ms (%.2f)" % (j, pct(j_all, 0.99) / 1000),
+        "≤ 1.05× floor (%.2f), ≤ 0.9× jc (%.2f): %.2f×, %.2f×" % (1.05 * f, 0.9 * j, r / f, r / j),
+        r <= 1.05 * f and r <= 0.9 * j)
+    return f
+
+
+def bench_cold():
+    n = 5 if QUICK else 9
+    init = [kv(run([MCPC, "init", "--"] + rat()))["init_ms"] for _ in range(n)]
+    first = [kv(run([MCPC, "first", "--"] + rat()))["first_result_ms"] for _ in range(n)]
+    fboot = [kv(run([FLOOR, "boot"])) for _ in range(n)]
+    fready = statistics.median([x["ready_ms"] for x in fboot])
+    ffirst = statistics.median([x["first_result_ms"] for x in fboot])
+    i = statistics.median(init)
+    row("spawn → `initialize` answered", "%.1f ms" % i, "", "", "≤ 10 ms", i <= 10)
+    fr = statistics.median(first)
+    row("spawn → first `run` result", "%.0f ms" % fr, "%.0f ms (ready %.0f)" % (ffirst, fready), "",
+        "≤ floor + 50 ms (%.0f)" % (ffirst + 50), fr <= ffirst + 50)
+
+
+def bench_memory():
+    idle = kv(run([MCPC, "rss", "--"] + rat()))
+    jc = kv(run([PY, os.path.join(ROOT, "bench", "jc_bench.py"), "rss"]))
+    lines = 2_000_000 if QUICK else 10_000_000
+    fl = kv(run([MCPC, "flood", str(lines), "--"] + rat(), timeout=3600))
+    row("RSS idle (after one run)", "%.1f MB" % (idle["rss_idle_kb"] / 1024), "",
+        "%.1f MB (import only)" % (jc["vmrss"] / 1024), "≤ 6 MB", idle["rss_idle_kb"] <= 6 * 1024)
+    row("peak RSS streaming %s lines" % "{:,}".format(lines), "%.1f MB" % (fl["hwm_kb"] / 1024), "", "",
+        "≤ 32 MB", fl["hwm_kb"] <= 32 * 1024)
+    row("notifications for %s lines (coalesced)" % "{:,}".format(lines), "%d in %.1f s" % (fl["notifications"], fl["flood_ms"] / 1000),
+        "", "", "bounded", None)
+
+
+def bench_flood():
+    n = 200_000
+    r = statistics.median([kv(run([MCPC, "flood", str(n), "--"] + rat()))["flood_ms"] for _ in range(3)])
+    f = statistics.median([kv(run([FLOOR, "flood", str(n)]))["flood_ms"] for _ in range(3)])
+    j = statistics.median([kv(run([PY, os.path.join(ROOT, "bench", "jc_bench.py"), "flood", str(n)]))["flood_ms"]
+                           for _ in range(3)])
+    row("`print` ×200,000 end to end", "%.0f ms" % r, "%.0f ms" % f, "%.0f ms" % j,
+        "≤ 1.1× floor (%.0f): %.2f×" % (1.1 * f, r / f), r <= 1.1 * f)
+
+
+def bench_restart():
+    n = 3 if QUICK else 5
+    cold = nums(run([MCPC, "restart", str(n), "--"] + rat()))
+    row("`ctl restart` → next run result (cold)", "%.0f ms" % statistics.median(cold), "", "", "", None)
+    help_text = run([RAT, "--help"])
+    if "--spare" in help_text:
+        spare = nums(run([MCPC, "restart", str(n), "--"] + rat("--spare")))
+        s = statistics.median(spare)
+        row("`ctl restart` → next run result (`--spare`)", "%.0f ms" % s, "", "", "≤ 150 ms", s <= 150)
+
+
+def bench_look():
+    r = kv(run([MCPC, "look", "--"] + rat()))
+    row("`look` overview, 10,000 variables", "%.1f ms" % r["overview_ms"], "", "", "", None)
+    row("`look --at` a 10^6-key dict", "%.1f ms" % r["drill_ms"], "", "", "", None)
+    row("`look --code math.sq` (first / warm)", "%.0f / %.1f ms" % (r["complete_first_ms"], r["complete_ms"]), "", "",
+        "", None)
+    row("`run x = 42` with 10,000 variables", "%.1f ms" % r["run_10k_vars_ms"], "", "", "", None)
+
+
+def bench_http():
+    node = "node"
+    out = kv(run([node, os.path.join(ROOT, "bench", "http_load.mjs"), RAT, "100", "5" if QUICK else "10"]))
+    row("HTTP: 100 sessions × status+look during a streaming run, p50 / p99",
+        "%.1f / %.1f ms, %d errors" % (out["p50_ms"], out["p99_ms"], out["errors"]), "", "", "0 errors",
+        out["errors"] == 0)
+
+
+def bench_callgrind():
+    """Instructions the bridge executes per run round trip (the kernel is not
+    under valgrind): the difference between 300 and 100 round trips / 200."""
+    if subprocess.run(["which", "valgrind"], capture_output=True).returncode != 0:
+        return
+    counts = {}
+    for n in (100, 300):
+        out = os.path.join(WORK, "cg.%d" % n)
+        run([MCPC, "rt", str(n), "--", "valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + rat())
+        total = 0
+        for line in open(out):
+            if line.startswith("summary:") or line.startswith("totals:"):
+                total = int(line.split()[1])
+        counts[n] = total
+    per = (counts[300] - counts[100]) / 200
+    row("bridge instructions per run round trip (callgrind)", "%.0f k" % (per / 1000), "", "", "", None)
+
+
+def main():
+    print("### rat-py benchmark\n")
+    print("Machine: %s  " % machine())
+    print("Command: `scripts/bench%s`\n" % (" --quick" if QUICK else ""))
+    bench_roundtrip()
+    bench_cold()
+    bench_flood()
+    bench_memory()
+    bench_restart()
+    bench_look()
+    bench_http()
+    bench_callgrind()
+    print("| measurement | rat-py | floor (raw ZMQ, C) | jupyter_client | target | met |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s |" % " | ".join(r))
+    subprocess.run(["rm", "-rf", WORK])
+
+
+if __name__ == "__main__":
+    main()

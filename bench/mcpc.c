@@ -1,0 +1,227 @@
+/* mcpc: a lean MCP client over pipes, for benchmarking rat-py without a
+ * client's own costs (no JSON library on the hot path: requests are
+ * preformatted, responses are found by their "id" prefix).
+ *
+ *   mcpc MODE [N] -- rat-py [ARGS...]
+ * Modes (output: "key value" lines, or one number per line for rt):
+ *   init        spawn -> initialize answered, ms
+ *   first       spawn -> first run result, ms
+ *   rt N        N run round trips of `x = 42` after 50 warm-ups, us each
+ *   flood N     `for i in range(N): print(i)`: ms, notifications, rat-py RSS
+ *   rss         rat-py's RSS when idle after one run
+ *   restart N   N x (ctl restart; run x = 42), ms each
+ *   look        overview with 10 000 variables, drill into a 10^6-key dict,
+ *               a completion: ms each */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static pid_t s_pid;
+static int s_in = -1, s_out = -1;
+static char s_buf[1 << 20];
+static size_t s_len;
+static long s_notifications;
+
+static double s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void s_spawn(char **argv)
+{
+    int in[2], out[2];
+    if (pipe(in) < 0 || pipe(out) < 0)
+        exit(1);
+    s_pid = fork();
+    if (s_pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    s_in = in[1];
+    s_out = out[0];
+}
+
+static void s_write(const char *s)
+{
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t w = write(s_in, s, n);
+        if (w <= 0)
+            exit(1);
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Reads lines until one starts like a response with this id; returns it
+ * (valid until the next call). Counts notifications on the way. */
+static const char *s_wait(long id)
+{
+    char want[64];
+    int wn = snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"id\":%ld,", id);
+    static char line[1 << 20];
+    for (;;) {
+        char *nl = memchr(s_buf, '\n', s_len);
+        if (nl) {
+            size_t n = (size_t)(nl - s_buf);
+            size_t keep = n < sizeof line - 1 ? n : sizeof line - 1;
+            memcpy(line, s_buf, keep);
+            line[keep] = '\0';
+            memmove(s_buf, nl + 1, s_len - n - 1);
+            s_len -= n + 1;
+            if (strncmp(line, want, (size_t)wn) == 0)
+                return line;
+            if (strstr(line, "\"method\":\"notifications/"))
+                s_notifications++;
+            continue;
+        }
+        if (s_len == sizeof s_buf) {
+            s_len = 0; /* a line longer than the buffer: drop it */
+        }
+        ssize_t r = read(s_out, s_buf + s_len, sizeof s_buf - s_len);
+        if (r <= 0) {
+            fprintf(stderr, "mcpc: rat-py closed stdout\n");
+            exit(1);
+        }
+        s_len += (size_t)r;
+    }
+}
+
+static long s_id;
+
+static const char *s_call(const char *tool, const char *args_json)
+{
+    char req[4096];
+    snprintf(req, sizeof req,
+             "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n",
+             ++s_id, tool, args_json);
+    s_write(req);
+    return s_wait(s_id);
+}
+
+static void s_initialize(void)
+{
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+             "\"capabilities\":{},\"clientInfo\":{\"name\":\"mcpc\",\"version\":\"1\"}}}\n",
+             ++s_id);
+    s_write(req);
+    s_wait(s_id);
+    s_write("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+}
+
+static long s_rss_kb(const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)s_pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, strlen(field)) == 0)
+            kb = atol(line + strlen(field) + 1);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static void s_check(const char *resp, const char *what)
+{
+    if (strstr(resp, "\"isError\":true") || strstr(resp, "\"error\":")) {
+        fprintf(stderr, "mcpc: %s failed: %.300s\n", what, resp);
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int dash = 1;
+    while (dash < argc && strcmp(argv[dash], "--") != 0)
+        dash++;
+    if (dash >= argc - 1 || dash < 2) {
+        fprintf(stderr, "usage: mcpc MODE [N] -- rat-py [ARGS...]\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    long n = dash > 2 ? atol(argv[2]) : 300;
+    signal(SIGPIPE, SIG_IGN);
+    double t0 = s_now_ms();
+    s_spawn(argv + dash + 1);
+    s_initialize();
+    double t_init = s_now_ms();
+    if (strcmp(mode, "init") == 0) {
+        printf("init_ms %.2f\n", t_init - t0);
+    } else if (strcmp(mode, "first") == 0) {
+        s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        printf("init_ms %.2f\nfirst_result_ms %.1f\n", t_init - t0, s_now_ms() - t0);
+    } else if (strcmp(mode, "rt") == 0) {
+        for (int i = 0; i < 50; i++)
+            s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        for (long i = 0; i < n; i++) {
+            double a = s_now_ms();
+            s_call("run", "{\"code\":\"x = 42\"}");
+            printf("%.0f\n", (s_now_ms() - a) * 1000.0);
+        }
+    } else if (strcmp(mode, "flood") == 0) {
+        s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        char args[128];
+        snprintf(args, sizeof args, "{\"code\":\"for i in range(%ld): print(i)\",\"wait\":3600}", n);
+        s_notifications = 0;
+        double a = s_now_ms();
+        s_check(s_call("run", args), "flood");
+        printf("flood_ms %.1f\nnotifications %ld\nrss_after_kb %ld\nhwm_kb %ld\n", s_now_ms() - a, s_notifications,
+               s_rss_kb("VmRSS:"), s_rss_kb("VmHWM:"));
+    } else if (strcmp(mode, "rss") == 0) {
+        s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        struct timespec ts = {0, 300 * 1000000L};
+        nanosleep(&ts, NULL);
+        printf("rss_idle_kb %ld\nhwm_kb %ld\n", s_rss_kb("VmRSS:"), s_rss_kb("VmHWM:"));
+    } else if (strcmp(mode, "restart") == 0) {
+        s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        for (long i = 0; i < n; i++) {
+            struct timespec ts = {0, 500 * 1000000L}; /* let a spare kernel (if any) get ready */
+            nanosleep(&ts, NULL);
+            double a = s_now_ms();
+            s_check(s_call("ctl", "{\"op\":\"restart\"}"), "restart");
+            s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run after restart");
+            printf("%.1f\n", s_now_ms() - a);
+        }
+    } else if (strcmp(mode, "look") == 0) {
+        s_check(s_call("run", "{\"code\":\"for _i in range(10000): globals()[f'v{_i:05d}'] = _i\\n"
+                              "big = {i: i for i in range(10**6)}\\nimport math\"}"),
+                "setup");
+        double a = s_now_ms();
+        s_check(s_call("look", "{}"), "overview");
+        double b = s_now_ms();
+        s_check(s_call("look", "{\"at\":\"big\"}"), "drill");
+        double c = s_now_ms();
+        s_check(s_call("look", "{\"code\":\"math.sq\",\"cursor\":7}"), "complete");
+        double d = s_now_ms();
+        s_check(s_call("look", "{\"code\":\"math.sq\",\"cursor\":7}"), "complete");
+        double e = s_now_ms();
+        double f0 = s_now_ms();
+        s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        printf("overview_ms %.1f\ndrill_ms %.1f\ncomplete_first_ms %.1f\ncomplete_ms %.1f\nrun_10k_vars_ms %.1f\n",
+               b - a, c - b, d - c, e - d, s_now_ms() - f0);
+    } else {
+        fprintf(stderr, "mcpc: unknown mode %s\n", mode);
+        return 2;
+    }
+    close(s_in);
+    int status;
+    waitpid(s_pid, &status, 0);
+    return 0;
+}
