@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +238,13 @@ int server_run(const config_t *cfg)
     tool_ctl_register(mcp, &ctx);
     tool_assets_register(mcp, &ctx);
     if (cfg->http) {
+        /* Many clients means many descriptors: use the hard limit, not the
+         * (often 1024) soft one, so the connection limit is what bounds us. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
         transport_http_opts_t ho = {
             .host = cfg->host,
             .port = cfg->port >= 0 ? cfg->port : 8000,

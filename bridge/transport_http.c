@@ -443,9 +443,13 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
         return s_error(self, c, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, "Request body is too large");
     jsonrpc_msg_t m;
     jsonrpc_parse(buf_str(&req->body), req->body.len, &m);
-    if (m.kind == JSONRPC_INVALID && m.err_code == JSONRPC_PARSE_ERROR) {
+    if (m.kind == JSONRPC_INVALID) {
+        /* Not one JSON-RPC message: answered here, with the error it earns. */
+        char *body = jsonrpc_error(m.id, m.err_code, m.err_msg, NULL);
         jsonrpc_msg_free(&m);
-        return s_error(self, c, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR, "Parse error: the body is not valid JSON");
+        enum MHD_Result r = s_send_body(self, c, MHD_HTTP_BAD_REQUEST, "application/json", body, strlen(body), NULL);
+        free(body);
+        return r;
     }
     bool is_init = m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
     bool is_request = m.kind == JSONRPC_REQUEST;

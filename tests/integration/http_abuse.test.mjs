@@ -1,0 +1,151 @@
+// HTTP abuse, loopback only, every loop bounded: many idle connections,
+// slowloris, oversized headers and bodies, session churn, sessions never
+// deleted, malformed bodies. Throughout, a status call answers promptly and
+// rat-py's memory stays bounded.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { readFileSync } from 'node:fs';
+import { startHttp, connectHttp, call } from './lib.mjs';
+
+const JSON_HDRS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const initBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
+
+let srv;
+let status; // a long-lived SDK client used to check the server still answers
+before(async () => {
+  srv = await startHttp();
+  status = await connectHttp(srv.url);
+  await call(status, 'run', { code: 'pass' }); // kernel up
+});
+after(async () => {
+  await status.close();
+  await srv.stop();
+});
+
+function rssKb() {
+  const s = readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(s)[1]);
+}
+
+async function promptStatus(limitMs = 2000) {
+  const t0 = Date.now();
+  const r = await call(status, 'ctl', { op: 'status' });
+  const dt = Date.now() - t0;
+  assert.match(r.text, /^python idle/);
+  assert.ok(dt < limitMs, `status answered in ${dt} ms`);
+  return dt;
+}
+
+function connect() {
+  return new Promise((resolve) => {
+    const s = net.connect(srv.port, '127.0.0.1', () => resolve(s));
+    s.on('error', () => {});
+  });
+}
+
+async function sessions() {
+  return (await (await fetch(`${srv.base}/health`)).json()).sessions;
+}
+
+test('1000 connections held open: status still answers promptly, memory bounded', async () => {
+  const before = rssKb();
+  const socks = [];
+  for (let i = 0; i < 1000; i++) socks.push(await connect());
+  try {
+    await promptStatus();
+    const grown = rssKb() - before;
+    assert.ok(grown < 64 * 1024, `RSS grew by ${grown} kB for 1000 idle connections`);
+  } finally {
+    socks.forEach((s) => s.destroy());
+  }
+});
+
+test('slowloris: headers trickling in on 100 connections do not block anyone', async () => {
+  const socks = [];
+  for (let i = 0; i < 100; i++) {
+    const s = await connect();
+    s.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    socks.push(s);
+  }
+  const drip = setInterval(() => socks.forEach((s) => s.write('X-Slow: a\r\n')), 200);
+  try {
+    for (let i = 0; i < 5; i++) {
+      await promptStatus();
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    clearInterval(drip);
+    socks.forEach((s) => s.destroy());
+  }
+});
+
+test('oversized headers are refused; oversized bodies get 413; the server keeps serving', async () => {
+  const big = await new Promise((resolve) => {
+    const s = net.connect(srv.port, '127.0.0.1', () => {
+      s.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(100 * 1024)}\r\n\r\n`);
+    });
+    let d = '';
+    s.on('data', (x) => { d += x; });
+    s.on('error', () => resolve(d));
+    s.on('close', () => resolve(d));
+  });
+  assert.doesNotMatch(big, /^HTTP\/1\.1 200/, 'a 100 KB header is not served');
+  const before = rssKb();
+  const r = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: JSON_HDRS, body: '{"a":"' + 'b'.repeat(100 << 20) + '"}' });
+  assert.equal(r.status, 413);
+  assert.ok(rssKb() - before < 16 * 1024, 'a 100 MB body is discarded, not buffered');
+  await promptStatus();
+});
+
+test('rapid session create/delete leaves no sessions behind', async () => {
+  const base = await sessions();
+  for (let i = 0; i < 300; i++) {
+    const r = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: JSON_HDRS, body: initBody });
+    const sid = r.headers.get('mcp-session-id');
+    await r.text();
+    const d = await fetch(`${srv.base}/mcp`, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
+    assert.equal(d.status, 200);
+  }
+  assert.equal(await sessions(), base);
+  await promptStatus();
+});
+
+test('sessions never deleted: the table stays bounded (idle ones are evicted)', async () => {
+  const before = rssKb();
+  const ids = [];
+  for (let i = 0; i < 400; i++) {
+    const r = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: JSON_HDRS, body: initBody });
+    assert.equal(r.status, 200);
+    ids.push(r.headers.get('mcp-session-id'));
+    await r.text();
+  }
+  const n = await sessions();
+  assert.ok(n <= 256, `${n} sessions kept`);
+  const oldest = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: { ...JSON_HDRS, 'mcp-session-id': ids[0] }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) });
+  assert.equal(oldest.status, 404, 'the oldest idle session was evicted');
+  const newest = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: { ...JSON_HDRS, 'mcp-session-id': ids.at(-1) }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) });
+  assert.equal(newest.status, 200);
+  assert.ok(rssKb() - before < 32 * 1024);
+  await promptStatus();
+});
+
+test('malformed bodies get JSON-RPC errors with 4xx, never a crash', async () => {
+  const r0 = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: JSON_HDRS, body: initBody });
+  const sid = r0.headers.get('mcp-session-id');
+  await r0.text();
+  const bodies = ['', '{', '[]', '[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 'null', '"x"', '{"jsonrpc":"2.0"}',
+    '{"jsonrpc":"2.0","id":{},"method":"ping"}', '\u0000\u0001', '{"jsonrpc":"2.0","id":1,"method":"ping","params":[' + '['.repeat(10000) + ']'.repeat(10000) + ']}',
+    Buffer.from([0x7b, 0xff, 0xfe, 0x7d])];
+  for (let round = 0; round < 50; round++) {
+    for (const b of bodies) {
+      const r = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: b });
+      assert.ok(r.status === 200 || (r.status >= 400 && r.status < 500), `status ${r.status}`);
+      const t = await r.text();
+      if (r.status !== 202 && t) assert.ok(JSON.parse(t.startsWith('event:') ? t.split('data: ')[1] : t).error, t);
+    }
+  }
+  const ping = await fetch(`${srv.base}/mcp`, { method: 'POST', headers: { ...JSON_HDRS, 'mcp-session-id': sid }, body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping' }) });
+  assert.deepEqual((await ping.json()).result, {});
+  await promptStatus();
+});
