@@ -1,8 +1,7 @@
-/* lang: per-language helper code (Python/IPython for now). */
+/* lang_python: the IPython adapter; the helper is kernelspec/rat_helper.py. */
 #include "lang.h"
 
 #include <string.h>
-#include <strings.h>
 
 extern const char rat_helper_py[];
 extern const size_t rat_helper_py_len;
@@ -11,7 +10,7 @@ extern const size_t rat_helper_py_len;
  * without binding any name in the user's namespace: everything happens
  * inside one expression. The source travels as a JSON string literal, which
  * is also a valid Python string literal. */
-static void s_py_install(buf_t *b)
+static void s_install(buf_t *b)
 {
     buf_puts(b, "(lambda s, t, src: (s.modules.__setitem__('_rat', t.ModuleType('_rat')), "
                 "exec(compile(src, '<rat-py helper>', 'exec'), s.modules['_rat'].__dict__)))"
@@ -20,17 +19,23 @@ static void s_py_install(buf_t *b)
     buf_puts(b, ")");
 }
 
-static const lang_t s_python = {
+/* An expression: user_expressions return its repr, which the helper makes
+ * JSON text. A JSON string literal is a valid Python string literal. */
+static void s_call(buf_t *b, const char *fn, const char *json_arg)
+{
+    buf_printf(b, "__import__('_rat').%s(", fn);
+    if (json_arg)
+        buf_put_json_str(b, json_arg, strlen(json_arg));
+    buf_puts(b, ")");
+}
+
+const lang_t lang_python = {
     .name = "python",
-    .install = s_py_install,
-    .snapshot_expr = "__import__('_rat').snap()",
+    .channel = LANG_VIA_USER_EXPRESSIONS,
+    .install = s_install,
+    .call = s_call,
     .reset_code = "get_ipython().run_line_magic('reset', '-f')",
     .reset_all_code = "get_ipython().reset(new_session=True)",
+    .probe_code = "import sys, ipykernel\nprint(sys.executable)\nprint('ipykernel', ipykernel.__version__)",
+    .noop_code = "pass",
 };
-
-const lang_t *lang_find(const char *language)
-{
-    if (language && strcasecmp(language, "python") == 0)
-        return &s_python;
-    return NULL;
-}
