@@ -53,6 +53,34 @@ struct kernel {
 
 static int s_launch(kernel_t *self, char *err, size_t errlen);
 
+/* The kernel's extra environment: the kernelspec's `env` with ${VAR}
+ * expanded from ours (as jupyter_client does), then the caller's (which
+ * wins on a clash, being later in the list). Caller owns the result. */
+static char **s_env(const kernel_opts_t *o)
+{
+    size_t ns = o->spec ? o->spec->nenv : 0, nx = 0;
+    while (o->env_extra && o->env_extra[nx])
+        nx++;
+    char **env = xcalloc(ns + nx + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const char *eq = strchr(o->spec->env[i], '=');
+        if (!eq)
+            continue;
+        bool overridden = false;
+        for (size_t j = 0; j < nx && !overridden; j++)
+            overridden = strncmp(o->env_extra[j], o->spec->env[i], (size_t)(eq - o->spec->env[i]) + 1) == 0;
+        if (overridden)
+            continue;
+        char *val = kernelspec_expand_env(eq + 1);
+        env[k++] = xasprintf("%.*s=%s", (int)(eq - o->spec->env[i]), o->spec->env[i], val);
+        free(val);
+    }
+    for (size_t i = 0; i < nx; i++)
+        env[k++] = xstrdup(o->env_extra[i]);
+    return env;
+}
+
 kernel_state_t kernel_state(const kernel_t *self)
 {
     return self->state;
@@ -248,7 +276,15 @@ static char *s_exit_reason(kernel_t *self, const char *how)
         }
     }
     char *why;
-    if (self->state == KERNEL_STARTING)
+    if (self->state == KERNEL_STARTING && last && strstr(last, "No module named ipykernel")) {
+        /* The commonest start-up failure: a Python (--python, --venv, a
+         * kernelspec's) without ipykernel. Say which and what to install. */
+        const char *py = self->argv_template ? self->argv_template[0] : "python3";
+        why = xasprintf("the kernel exited during start-up (%s): %s; %s lacks the ipykernel package: install it "
+                        "(Debian/Ubuntu system Python: apt install python3-ipykernel; a venv or other Python: %s -m "
+                        "pip install ipykernel)",
+                        how, last, py, py);
+    } else if (self->state == KERNEL_STARTING)
         why = xasprintf("the kernel exited during start-up (%s)%s%s", how, last ? ": " : "", last ? last : "");
     else
         why = xasprintf("kernel died (%s)", how);
@@ -373,8 +409,14 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const k
             goto fail;
         s_connect(self);
     } else {
-        self->argv_template = strv_dup(o->argv ? o->argv : o->spec->argv);
-        self->env_extra = strv_dup(o->env_extra);
+        if (o->argv) {
+            self->argv_template = strv_dup(o->argv);
+        } else {
+            /* {resource_dir} and {prefix} now; {connection_file} stays for
+             * each launch. */
+            self->argv_template = kernelspec_argv(o->spec, "{connection_file}");
+        }
+        self->env_extra = s_env(o);
         self->cwd = xstrdup(o->cwd);
         self->interrupt_message = o->spec && o->spec->interrupt_message;
         if (s_launch(self, err, errlen) < 0)
