@@ -540,7 +540,10 @@ static int s_install_yaml(const family_t *fam, const s_opts_t *o, const char *co
     char *item_line = xasprintf("- %s", qname);
     lines[0].text = cmd_line;
     lines[2].text = item_line;
-    int rc = yaml_block_set(y, "servers", o->name, lines, 3, err, sizeof err);
+    char serr[512];
+    int rc = yaml_block_set(y, "servers", o->name, lines, 3, serr, sizeof serr);
+    if (rc < 0)
+        snprintf(err, sizeof err, "cannot edit %s safely: %s", cfg, serr);
     free(qcmd);
     free(qname);
     free(cmd_line);
@@ -645,9 +648,12 @@ static int s_uninstall_yaml(const family_t *fam, const s_opts_t *o)
     if (!y)
         goto fail;
     size_t ne = yaml_block_list(y, "servers", o->name, "expose", &exposed);
-    int rc = yaml_block_remove(y, "servers", o->name, err, sizeof err);
-    if (rc < 0)
+    char serr[512];
+    int rc = yaml_block_remove(y, "servers", o->name, serr, sizeof serr);
+    if (rc < 0) {
+        snprintf(err, sizeof err, "cannot edit %s safely: %s", cfg, serr);
         goto fail;
+    }
     if (rc == 1 && s_save_config(y, write_path, mode, err, sizeof err) < 0)
         goto fail;
     /* Like `mcp2cli rm`: the server's commands go with it; our own default

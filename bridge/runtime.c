@@ -993,7 +993,11 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     free(self->fail_reason);
     self->fail_reason = NULL;
     char *run_why;
-    if (attached) {
+    if (attached && self->restart_done) {
+        self->fail_reason = xasprintf("%s; the attached kernel shut down for the restart and nothing started it "
+                                      "again (only its owner, such as a Jupyter server, can)", why);
+        run_why = xstrdup(self->fail_reason);
+    } else if (attached) {
         self->fail_reason = xasprintf("%s; the attached kernel is gone (start it again and reconnect)", why);
         run_why = xstrdup(self->fail_reason);
     } else if (!was_ready) {
@@ -1220,13 +1224,19 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     self->restart_done = done;
     self->restart_ud = ud;
     self->ndeaths = 0;
-    kernel_destroy(&self->kernel, 0);
+    /* An attached kernel is restarted by its owner, on request; ours are
+     * replaced. */
+    bool attached_restart = self->existing && self->kernel && kernel_restart_attached(self->kernel) == 0;
+    if (!attached_restart)
+        kernel_destroy(&self->kernel, 0);
     self->lang = NULL;
     self->kstate = ST_STARTING;
     if (self->current)
         s_finish(self, self->current, RUNTIME_FAILED, "interrupted: the kernel was restarted");
     s_fail_queued(self, "not run: the kernel was restarted");
     s_drop_reqs(self, "the kernel was restarted");
+    if (attached_restart)
+        return;
     s_start_kernel(self);
     if (self->kstate == ST_FAILED) {
         runtime_done_fn *d = self->restart_done;
@@ -1308,7 +1318,7 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     out->display_name = self->spec ? self->spec->display_name : NULL;
     out->interpreter = self->interpreter;
     out->env_note = self->env_note;
-    out->connection_file = self->kernel ? kernel_connection_file(self->kernel) : NULL;
+    out->connection_file = self->kernel ? kernel_connection_file(self->kernel) : self->existing;
     out->log_path = self->kernel ? kernel_log_path(self->kernel) : NULL;
     out->last_death = self->kstate == ST_FAILED ? self->fail_reason : self->last_death;
     out->restarts = self->restarts;
