@@ -342,6 +342,9 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
     if (!self)
         self = xstrdup(fam->prog);
     s_failures = 0;
+    /* A server that dies must not take doctor with it (a write to its
+     * closed stdin would raise SIGPIPE). */
+    signal(SIGPIPE, SIG_IGN);
 
     /* The kernelspec, when one is named (the default choice is reported
      * from the server's status below). */
@@ -356,7 +359,8 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         bool found = ks != NULL;
         kernelspec_destroy(&ks);
         if (!found) {
-            s_check_mcp2cli(fam, fam->prog);
+            s_check_mcp2cli(fam, self);
+            free(self);
             return 1;
         }
     }
@@ -398,10 +402,14 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (!status || !strstr(status, " idle |")) {
-        char *fail = status ? s_status_field(status, "last failure") : NULL;
+    if (!status) {
+        s_bad(NULL, "server: %s stopped answering: %s", fam->prog, s_last_words(&srv));
+        goto done;
+    }
+    if (!strstr(status, " idle |")) {
+        char *fail = s_status_field(status, "last failure");
         s_bad(fail && strstr(fail, "ipykernel") ? NULL : fam->install_hint, "kernel boots: %s",
-              fail ? fail : status ? "not ready in time" : "no answer");
+              fail ? fail : "not ready in time");
         free(fail);
         free(status);
         goto done;

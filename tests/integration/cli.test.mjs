@@ -6,10 +6,14 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RAT, connect, run } from './lib.mjs';
+import { RAT, connect, run, checkSanitizers } from './lib.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
-const rat = (args, env = {}) => spawnSync(RAT, args, { encoding: 'utf8', input: '', env: { ...process.env, ...env }, timeout: 120_000 });
+function rat(args, env = {}) {
+  const p = spawnSync(RAT, args, { encoding: 'utf8', input: '', env: { ...process.env, ...env }, timeout: 120_000 });
+  checkSanitizers(p.stderr);
+  return p;
+}
 
 test('doctor: every check passes here, one line each, exit 0', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'rat-doctor-'));

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { realpathSync, mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, lstatSync, symlinkSync, chmodSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RAT as RAT_GIVEN } from './lib.mjs';
+import { RAT as RAT_GIVEN, checkSanitizers } from './lib.mjs';
 
 // What install registers: the absolute path, directories resolved.
 const RAT = path.join(realpathSync(path.dirname(path.resolve(RAT_GIVEN))), path.basename(RAT_GIVEN));
@@ -20,8 +20,10 @@ function home() {
 }
 
 function rat(h, args, { prog = RAT, path: PATH = '/usr/bin:/bin' } = {}) {
-  const env = { HOME: h.dir, PATH, LANG: 'C.UTF-8' };
+  // Sanitizer settings pass through; nothing else of ours does.
+  const env = { HOME: h.dir, PATH, LANG: 'C.UTF-8', ASAN_OPTIONS: process.env.ASAN_OPTIONS ?? '', UBSAN_OPTIONS: process.env.UBSAN_OPTIONS ?? '' };
   const p = spawnSync(prog, args, { cwd: h.project, env, encoding: 'utf8' });
+  checkSanitizers(p.stderr);
   return { code: p.status, out: p.stdout, err: p.stderr };
 }
 
