@@ -11,6 +11,10 @@ void config_usage(FILE *out)
     fputs("Usage: rat-py [OPTIONS]          serve a Jupyter kernel over MCP on stdin/stdout\n"
           "       rat-py --http [OPTIONS]   serve it over Streamable HTTP instead\n"
           "       rat-py kernels            list the kernelspecs rat-py can launch\n"
+          "       rat-py install [--name py] [--cwd DIR] [--kernel NAME] [--venv DIR] [--python PATH]\n"
+          "                                 register with mcp2cli (then: mcp2cli py up; py run 'x = 1')\n"
+          "       rat-py uninstall [--name py]  remove that registration\n"
+          "       rat-py doctor [OPTIONS]   check that rat-py works here (exit status 1 if not)\n"
           "       rat-py --help | --version\n"
           "\n"
           "rat-py starts a kernel (python3 by default) and answers MCP requests with three\n"
@@ -43,7 +47,11 @@ void config_usage(FILE *out)
           "  --insecure-no-token  allow a non-loopback --host without a token (anyone who can\n"
           "                       reach it can run code as you)\n"
           "  -h, --help           show this help\n"
-          "  -V, --version        show the version\n",
+          "  -V, --version        show the version\n"
+          "\n"
+          "Invoked as rat-r, rat-ju, rat-sh or rat-js (symlinks to rat-py), it runs the R,\n"
+          "Julia, bash or JavaScript kernel instead, and install registers it as r, ju, sh or js.\n"
+          "See rat-py(1).\n",
           out);
 }
 

@@ -19,6 +19,11 @@
 #define IOPUB_PROOF_MS 200      /* after a reply, wait this long for iopub traffic */
 #define HB_INTERVAL_MS 1000
 #define HB_TOLERANCE_MS 3000
+/* An attached kernel (no process of ours to waitpid) is declared dead when
+ * its heartbeat stays silent this much longer than HB_TOLERANCE_MS while it
+ * is idle. Busy kernels other than ipykernel answer heartbeats from the
+ * loop that runs the code, so their silence then means nothing. */
+#define HB_DEAD_MS 10000
 #define PORT_RETRIES 3
 #define LOG_TRIM_BYTES (16L << 20)
 
@@ -44,6 +49,10 @@ struct kernel {
     char *dead_why;               /* pending on_dead text, owned */
     char *runtime_dir;            /* owned */
     bool hb_ok;
+    uint64_t hb_dead_timer;       /* attached: armed while the heartbeat is silent */
+    bool busy;                    /* iopub's last execution_state (any client's request) */
+    char *session;                /* owned: the kernel's session id, from its kernel_info_reply */
+    char *stale_session;          /* owned: a restarted kernel's old session (ignored while starting) */
     /* For port-clash retries of owned kernels. */
     char **argv_template;         /* owned copy, {connection_file} unsubstituted */
     char **env_extra;             /* owned copy */
@@ -52,6 +61,34 @@ struct kernel {
 };
 
 static int s_launch(kernel_t *self, char *err, size_t errlen);
+
+/* The kernel's extra environment: the kernelspec's `env` with ${VAR}
+ * expanded from ours (as jupyter_client does), then the caller's (which
+ * wins on a clash, being later in the list). Caller owns the result. */
+static char **s_env(const kernel_opts_t *o)
+{
+    size_t ns = o->spec ? o->spec->nenv : 0, nx = 0;
+    while (o->env_extra && o->env_extra[nx])
+        nx++;
+    char **env = xcalloc(ns + nx + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const char *eq = strchr(o->spec->env[i], '=');
+        if (!eq)
+            continue;
+        bool overridden = false;
+        for (size_t j = 0; j < nx && !overridden; j++)
+            overridden = strncmp(o->env_extra[j], o->spec->env[i], (size_t)(eq - o->spec->env[i]) + 1) == 0;
+        if (overridden)
+            continue;
+        char *val = kernelspec_expand_env(eq + 1);
+        env[k++] = xasprintf("%.*s=%s", (int)(eq - o->spec->env[i]), o->spec->env[i], val);
+        free(val);
+    }
+    for (size_t i = 0; i < nx; i++)
+        env[k++] = xstrdup(o->env_extra[i]);
+    return env;
+}
 
 kernel_state_t kernel_state(const kernel_t *self)
 {
@@ -122,7 +159,8 @@ static void s_die(kernel_t *self, char *why /* consumed */)
     self->state = KERNEL_DEAD;
     loop_timer_cancel(self->loop, self->nudge_timer);
     loop_timer_cancel(self->loop, self->boot_timer);
-    self->nudge_timer = self->boot_timer = 0;
+    loop_timer_cancel(self->loop, self->hb_dead_timer);
+    self->nudge_timer = self->boot_timer = self->hb_dead_timer = 0;
     if (self->conn)
         kernel_conn_heartbeat(self->conn, 0, 0);
     free(self->dead_why);
@@ -163,6 +201,14 @@ static void s_become_ready(kernel_t *self)
 static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
 {
     kernel_t *self = ud;
+    const char *session = wire_get_str(m->header, "session");
+    if (self->state == KERNEL_STARTING && self->stale_session && session && strcmp(session, self->stale_session) == 0)
+        return; /* the kernel before the restart, still answering */
+    if (ch == KCHAN_IOPUB && strcmp(m->msg_type, "status") == 0) {
+        const char *st = wire_get_str(m->content, "execution_state");
+        if (st)
+            self->busy = strcmp(st, "busy") == 0;
+    }
     if (self->state == KERNEL_STARTING) {
         if (ch == KCHAN_IOPUB)
             self->got_iopub = true;
@@ -170,6 +216,8 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
             self->got_reply = true;
             json_object_put(self->info);
             self->info = json_object_get(m->content);
+            free(self->session);
+            self->session = xstrdup(session);
             if (!self->got_iopub) {
                 loop_timer_cancel(self->loop, self->nudge_timer);
                 self->nudge_timer = loop_timer(self->loop, IOPUB_PROOF_MS, s_nudge, self);
@@ -189,6 +237,32 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
         self->ev.on_msg(self->ud, self, ch, m);
 }
 
+/* Whether this kernel answers heartbeats while it runs code (ipykernel
+ * does, from a thread of its own). */
+static bool s_hb_while_busy(const kernel_t *self)
+{
+    const char *impl = self->info ? wire_get_str(self->info, "implementation") : NULL;
+    return impl && strcmp(impl, "ipython") == 0;
+}
+
+static void s_hb_dead(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->hb_dead_timer = 0;
+    if (self->hb_ok || self->state == KERNEL_DEAD)
+        return;
+    if (self->busy && !s_hb_while_busy(self)) {
+        /* Busy: silence proves nothing. Look again later. */
+        self->hb_dead_timer = loop_timer(loop, HB_DEAD_MS, s_hb_dead, self);
+        return;
+    }
+    s_die(self, xasprintf("the kernel has not answered its heartbeat for %d s%s (%s)",
+                          (HB_TOLERANCE_MS + HB_DEAD_MS) / 1000, self->busy ? "" : " while idle",
+                          self->state == KERNEL_STARTING ? "nothing answers at this connection file: is the kernel "
+                                                           "running?"
+                                                         : "it stopped or was killed"));
+}
+
 static void s_on_conn_event(void *ud, kconn_event_t ev)
 {
     kernel_t *self = ud;
@@ -203,6 +277,10 @@ static void s_on_conn_event(void *ud, kconn_event_t ev)
         return;
     self->hb_ok = ok;
     log_info("kernel heartbeat %s", ok ? "back" : "lost");
+    if (!self->proc) {
+        loop_timer_cancel(self->loop, self->hb_dead_timer);
+        self->hb_dead_timer = ok ? 0 : loop_timer(self->loop, HB_DEAD_MS, s_hb_dead, self);
+    }
     if (self->ev.on_heartbeat)
         self->ev.on_heartbeat(self->ud, self, ok);
 }
@@ -248,7 +326,15 @@ static char *s_exit_reason(kernel_t *self, const char *how)
         }
     }
     char *why;
-    if (self->state == KERNEL_STARTING)
+    if (self->state == KERNEL_STARTING && last && strstr(last, "No module named ipykernel")) {
+        /* The commonest start-up failure: a Python (--python, --venv, a
+         * kernelspec's) without ipykernel. Say which and what to install. */
+        const char *py = self->argv_template ? self->argv_template[0] : "python3";
+        why = xasprintf("the kernel exited during start-up (%s): %s; %s lacks the ipykernel package: install it "
+                        "(Debian/Ubuntu system Python: apt install python3-ipykernel; a venv or other Python: %s -m "
+                        "pip install ipykernel)",
+                        how, last, py, py);
+    } else if (self->state == KERNEL_STARTING)
         why = xasprintf("the kernel exited during start-up (%s)%s%s", how, last ? ": " : "", last ? last : "");
     else
         why = xasprintf("kernel died (%s)", how);
@@ -373,8 +459,14 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const k
             goto fail;
         s_connect(self);
     } else {
-        self->argv_template = strv_dup(o->argv ? o->argv : o->spec->argv);
-        self->env_extra = strv_dup(o->env_extra);
+        if (o->argv) {
+            self->argv_template = strv_dup(o->argv);
+        } else {
+            /* {resource_dir} and {prefix} now; {connection_file} stays for
+             * each launch. */
+            self->argv_template = kernelspec_argv(o->spec, "{connection_file}");
+        }
+        self->env_extra = s_env(o);
         self->cwd = xstrdup(o->cwd);
         self->interrupt_message = o->spec && o->spec->interrupt_message;
         if (s_launch(self, err, errlen) < 0)
@@ -397,6 +489,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->boot_timer);
     loop_timer_cancel(self->loop, self->event_timer);
     loop_timer_cancel(self->loop, self->trim_timer);
+    loop_timer_cancel(self->loop, self->hb_dead_timer);
     if (self->proc && !kernel_proc_exited(self->proc) && self->conn && grace_ms > 0 &&
         self->state == KERNEL_READY) {
         /* Ask politely first: ipykernel then cleans up its own children. */
@@ -420,6 +513,8 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     free(self->log_path);
     free(self->runtime_dir);
     free(self->dead_why);
+    free(self->session);
+    free(self->stale_session);
     free(self);
     *self_p = NULL;
 }
@@ -439,4 +534,28 @@ int kernel_interrupt(kernel_t *self)
     if (self->interrupt_message || !self->proc)
         return kernel_send(self, KCHAN_CONTROL, "interrupt_request", NULL, NULL, NULL);
     return kernel_proc_signal(self->proc, SIGINT);
+}
+
+int kernel_restart_attached(kernel_t *self)
+{
+    if (self->proc || !self->conn || self->state == KERNEL_DEAD)
+        return -1;
+    if (kernel_send(self, KCHAN_CONTROL, "shutdown_request", "{\"restart\":true}", NULL, NULL) < 0)
+        return -1;
+    /* Same sockets: ZeroMQ reconnects to the same ports once the owner has
+     * started the kernel again. What the old kernel still says is ignored. */
+    free(self->stale_session);
+    self->stale_session = self->session;
+    self->session = NULL;
+    self->state = KERNEL_STARTING;
+    self->ready_ms = 0;
+    self->started_ms = loop_now_ms();
+    self->busy = false;
+    json_object_put(self->info);
+    self->info = NULL;
+    s_connect(self);
+    self->chans_up = true; /* the ZMTP handshakes are done and survive the reconnect */
+    loop_timer_cancel(self->loop, self->boot_timer);
+    self->boot_timer = loop_timer(self->loop, self->boot_timeout_ms, s_boot_timeout, self);
+    return 0;
 }

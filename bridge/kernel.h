@@ -60,6 +60,13 @@ int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *co
  * interrupt_request on control when the spec says interrupt_mode=message or
  * the kernel is attached. Returns 0, or -1 when it cannot be interrupted. */
 int kernel_interrupt(kernel_t *self);
+/* Restarts an attached kernel the only way a non-owner can: asks it to shut
+ * down for a restart (shutdown_request, restart=true), which its owner
+ * (Jupyter server, jupyter console, ...) answers by starting it again on the
+ * same connection file. The kernel is STARTING again and on_ready follows
+ * when the new one (a new session) answers; if nobody restarts it, on_dead
+ * follows. Returns -1 when not attached or not reachable. */
+int kernel_restart_attached(kernel_t *self);
 /* Called when SIGCHLD arrived: checks whether this kernel's process exited. */
 void kernel_check_exit(kernel_t *self);
 bool kernel_owned(const kernel_t *self);

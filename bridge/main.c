@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "config.h"
+#include "doctor.h"
+#include "family.h"
+#include "install.h"
 #include "kernelspec.h"
 #include "log.h"
 #include "server.h"
@@ -36,6 +39,14 @@ static int s_list_kernels(void)
 
 int main(int argc, char **argv)
 {
+    /* The name we run under picks the language (rat-r, rat-ju, ...). */
+    const family_t *fam = family_from_argv0(argv[0]);
+    if (argc > 1 && strcmp(argv[1], "install") == 0)
+        return install_main(argc - 1, argv + 1, argv[0], fam);
+    if (argc > 1 && strcmp(argv[1], "uninstall") == 0)
+        return install_uninstall_main(argc - 1, argv + 1, argv[0], fam);
+    if (argc > 1 && strcmp(argv[1], "doctor") == 0)
+        return doctor_main(argc - 1, argv + 1, argv[0], fam);
     config_t cfg;
     if (config_parse(&cfg, argc, argv) < 0)
         return 2;
@@ -56,5 +67,22 @@ int main(int argc, char **argv)
     case CONFIG_CMD_SERVE:
         break;
     }
-    return server_run(&cfg);
+    char *family_kernel_name = NULL;
+    if (fam->language && !cfg.kernel && !cfg.existing) {
+        char err[1024];
+        if (cfg.python || cfg.venv) {
+            fprintf(stderr, "%s: --python and --venv choose the Python kernel; %s runs %s\n", fam->prog, fam->prog,
+                    fam->what);
+            return 2;
+        }
+        family_kernel_name = family_kernel(fam, err, sizeof err);
+        if (!family_kernel_name) {
+            fprintf(stderr, "%s: %s\n", fam->prog, err);
+            return 1;
+        }
+        cfg.kernel = family_kernel_name;
+    }
+    int status = server_run(&cfg);
+    free(family_kernel_name);
+    return status;
 }

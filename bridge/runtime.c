@@ -25,6 +25,7 @@
  * between them. ipykernel flushes stdout before asking, so output printed
  * before input() is on its way; give it this long to land first. */
 #define INPUT_SETTLE_MS 50
+#define HELPER_OUTPUT_MAX (4u << 20) /* bytes a helper call may print (LANG_VIA_STDOUT) */
 
 typedef enum { ST_STARTING, ST_READY, ST_FAILED } s_kstate_t;
 
@@ -63,12 +64,23 @@ typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER } s_r
 typedef struct s_req {
     char msg_id[WIRE_ID_LEN + 1];
     s_req_kind_t kind;
+    /* A helper call run as its own non-silent execute (LANG_VIA_STDOUT):
+     * its stdout is collected here, never forwarded, and it is complete once
+     * both the reply and the kernel's idle status have arrived. */
+    bool capture, got_reply, got_idle;
+    int retries;                   /* resends after an abort */
+    uint64_t resend_timer;
+    buf_t out;                     /* captured stdout */
+    char *error;                   /* owned: the execution's error text, if any */
+    json_object *reply_content;    /* owned reference: the execute_reply content */
     runtime_exec_t *ex;            /* REQ_SNAPSHOT */
     runtime_done_fn *done;         /* REQ_RESET */
     runtime_reply_fn *reply;       /* REQ_QUERY */
     runtime_text_fn *text;         /* REQ_HELPER */
     void *ud;
     bool all;
+    runtime_t *rt;                 /* borrowed */
+    char *fn, *arg;                /* captured helper call, kept for a resend; owned */
     struct s_req *next;
 } s_req_t;
 
@@ -78,7 +90,7 @@ typedef struct s_pending_reset {
     bool all;
     unsigned long seq;             /* REQ_RESET: runs with a lower id came first */
     char *msg_type, *content;      /* REQ_QUERY; owned */
-    char *expr;                    /* REQ_HELPER; owned */
+    char *expr;                    /* REQ_HELPER: the helper function; owned (content: its argument) */
     runtime_done_fn *done;
     runtime_reply_fn *reply;
     runtime_text_fn *text;
@@ -124,6 +136,16 @@ static void s_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_f
 
 /* ------------------------------------------------------------ small helpers */
 
+/* Languages are shown lowercased: "python idle", "r idle" (IRkernel says "R"). */
+static char *s_lower_dup(const char *s)
+{
+    char *p = xstrdup(s);
+    for (char *q = p; *q; q++)
+        if (*q >= 'A' && *q <= 'Z')
+            *q = (char)(*q - 'A' + 'a');
+    return p;
+}
+
 static const char *s_state_text(runtime_t *self)
 {
     if (self->kstate == ST_FAILED)
@@ -153,11 +175,10 @@ static const char *s_user_expr(json_object *content, const char **err)
     return json_object_get_string(plain);
 }
 
-/* Keeps the snapshot carried by a reply (if any) and returns its var count
- * (-1 when the reply had none). */
-static long s_take_snapshot(runtime_t *self, json_object *content)
+/* Keeps a snapshot ({"vars": N, "rows": [...]} as JSON text) and returns
+ * its var count (-1 when text is not one). */
+static long s_take_snapshot_text(runtime_t *self, const char *text)
 {
-    const char *text = s_user_expr(content, NULL);
     json_object *snap = text ? json_tokener_parse(text) : NULL;
     json_object *v = NULL;
     if (!snap || !json_object_object_get_ex(snap, "vars", &v) || !json_object_is_type(v, json_type_int)) {
@@ -169,6 +190,12 @@ static long s_take_snapshot(runtime_t *self, json_object *content)
     self->snapshot_exec = self->exec_count;
     self->vars = (long)json_object_get_int64(v);
     return self->vars;
+}
+
+/* Keeps the snapshot carried by a reply's user_expressions (if any). */
+static long s_take_snapshot(runtime_t *self, json_object *content)
+{
+    return s_take_snapshot_text(self, s_user_expr(content, NULL));
 }
 
 /* ------------------------------------------------------------ executions */
@@ -262,6 +289,7 @@ static void s_snapshot_timeout(loop_t *loop, void *ud)
 static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id)
 {
     s_req_t *r = xcalloc(1, sizeof *r);
+    r->rt = self;
     memcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->kind = kind;
     r->next = self->reqs;
@@ -269,17 +297,32 @@ static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id
     return r;
 }
 
-/* Sends a silent execute (no history, no output broadcast to us) carrying
- * the snapshot expression. */
+static void s_req_free(s_req_t *r)
+{
+    buf_free(&r->out);
+    free(r->fn);
+    free(r->arg);
+    if (r->resend_timer)
+        loop_timer_cancel(r->rt->loop, r->resend_timer);
+    free(r->error);
+    json_object_put(r->reply_content);
+    free(r);
+}
+
+/* Sends a silent execute (no history, no output broadcast to us). With a
+ * user_expressions helper, expr (default: the snapshot) rides along. */
 static int s_send_silent(runtime_t *self, const char *code, const char *expr, char id_out[WIRE_ID_LEN + 1])
 {
-    buf_t b;
+    buf_t b, snap;
     buf_init(&b, 0);
+    buf_init(&snap, 0);
     buf_puts(&b, "{\"code\":");
     buf_put_json_str(&b, code, strlen(code));
     buf_puts(&b, ",\"silent\":true,\"store_history\":false,\"user_expressions\":{");
-    if (!expr && self->lang)
-        expr = self->lang->snapshot_expr;
+    if (!expr && self->lang && self->lang->channel == LANG_VIA_USER_EXPRESSIONS) {
+        self->lang->call(&snap, "snap", NULL);
+        expr = snap.data;
+    }
     if (expr) {
         buf_puts(&b, "\"rat\":");
         buf_put_json_str(&b, expr, strlen(expr));
@@ -287,7 +330,54 @@ static int s_send_silent(runtime_t *self, const char *code, const char *expr, ch
     buf_puts(&b, "},\"allow_stdin\":false,\"stop_on_error\":false}");
     int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id_out);
     buf_free(&b);
+    buf_free(&snap);
     return rc;
+}
+
+/* Sends helper call fn(json_arg) as a non-silent execute without history
+ * whose stdout carries the answer (LANG_VIA_STDOUT). Returns 0 or -1. */
+static int s_send_capture_msg(runtime_t *self, const char *fn, const char *json_arg, char id[WIRE_ID_LEN + 1])
+{
+    buf_t code, b;
+    buf_init(&code, 0);
+    buf_init(&b, 0);
+    self->lang->call(&code, fn, json_arg);
+    buf_puts(&b, "{\"code\":");
+    buf_put_json_str(&b, code.data, code.len);
+    buf_puts(&b, ",\"silent\":false,\"store_history\":false,\"user_expressions\":{},"
+                 "\"allow_stdin\":false,\"stop_on_error\":false}");
+    int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id);
+    buf_free(&b);
+    buf_free(&code);
+    return rc;
+}
+
+static s_req_t *s_send_capture(runtime_t *self, s_req_kind_t kind, const char *fn, const char *json_arg)
+{
+    char id[WIRE_ID_LEN + 1];
+    if (s_send_capture_msg(self, fn, json_arg, id) < 0)
+        return NULL;
+    s_req_t *r = s_req_add(self, kind, id);
+    r->capture = true;
+    r->fn = xstrdup(fn);
+    r->arg = xstrdup(json_arg);
+    buf_init(&r->out, HELPER_OUTPUT_MAX);
+    return r;
+}
+
+/* IRkernel aborts every request already queued when an execution fails or
+ * is interrupted (its abort loop drains the shell socket for a while), and a
+ * helper call sent right after that reply can be caught in it: send it
+ * again a little later, a few times. */
+#define CAPTURE_RETRIES 4
+#define CAPTURE_RETRY_MS 60
+
+static void s_capture_resend(loop_t *loop, void *ud)
+{
+    s_req_t *r = ud;
+    r->resend_timer = 0;
+    if (s_send_capture_msg(r->rt, r->fn, r->arg, r->msg_id) < 0)
+        r->msg_id[0] = '\0'; /* unreachable kernel: the caller's timeout or the kernel's death ends it */
 }
 
 /* Finds "Cell In [N], line L" (IPython 8) or "Input In [N]" ... "line L" in
@@ -330,6 +420,8 @@ static void s_record_error(runtime_exec_t *ex, json_object *content)
     free(ex->evalue);
     ex->ename = xstrdup(ename ? ename : "Error");
     ex->evalue = xstrdup(evalue ? evalue : "");
+    if (ex->rt->lang && ex->rt->lang->clean_error)
+        ex->rt->lang->clean_error(&ex->ename, &ex->evalue);
     json_object *tb = NULL;
     if (!json_object_object_get_ex(content, "traceback", &tb) || !json_object_is_type(tb, json_type_array))
         return;
@@ -393,6 +485,9 @@ static void s_save_assets(runtime_exec_t *ex, json_object *data)
     for (size_t i = 0; i < sizeof mimes / sizeof mimes[0]; i++) {
         json_object *v = NULL;
         if (!json_object_object_get_ex(data, mimes[i], &v))
+            continue;
+        if (strcmp(mimes[i], "text/html") == 0 && json_object_object_get_ex(data, "text/plain", NULL) &&
+            !(ex->rt->lang && ex->rt->lang->html_with_plain_is_asset))
             continue;
         const char *text = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
         size_t tlen = text ? (size_t)json_object_get_string_len(v) : 0;
@@ -518,17 +613,29 @@ static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         ex->vars = self->vars;
     } else {
         ex->outcome = RUNTIME_ERROR;
+        if (!ex->ename && status && strcmp(status, "abort") == 0) {
+            /* IRkernel's answer to an interrupt. */
+            ex->ename = xstrdup("");
+            ex->evalue = xstrdup("Interrupted");
+        }
         if (!ex->ename)
             s_record_error(ex, c);
         ex->vars = self->vars;
-        /* user_expressions are skipped after an error: ask for the count with
-         * a silent request so the footer stays true. */
-        char id[WIRE_ID_LEN + 1];
-        if (self->lang && self->lang->snapshot_expr && s_send_silent(self, "", NULL, id) == 0) {
-            s_req_t *r = s_req_add(self, REQ_SNAPSHOT, id);
-            r->ex = ex;
-            ex->snapshot_timer = loop_timer(self->loop, SNAPSHOT_TIMEOUT_MS, s_snapshot_timeout, ex);
-        }
+    }
+    /* The footer's variable count must be true. user_expressions ride along
+     * only with a run that succeeded; otherwise (or for kernels without
+     * user_expressions) ask with a separate request, and finish the run
+     * when its answer is in (or after SNAPSHOT_TIMEOUT_MS). */
+    bool ask = self->lang && (ex->outcome == RUNTIME_ERROR || self->lang->channel == LANG_VIA_STDOUT);
+    s_req_t *r = NULL;
+    char id[WIRE_ID_LEN + 1];
+    if (ask && self->lang->channel == LANG_VIA_STDOUT)
+        r = s_send_capture(self, REQ_SNAPSHOT, "snap", NULL);
+    else if (ask && s_send_silent(self, "", NULL, id) == 0)
+        r = s_req_add(self, REQ_SNAPSHOT, id);
+    if (r) {
+        r->ex = ex;
+        ex->snapshot_timer = loop_timer(self->loop, SNAPSHOT_TIMEOUT_MS, s_snapshot_timeout, ex);
     }
     s_maybe_done(self, ex);
 }
@@ -557,39 +664,49 @@ static void s_exec_input(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     ex->input_timer = loop_timer(self->loop, INPUT_SETTLE_MS, s_input_settled, ex);
 }
 
-static void s_req_reply(runtime_t *self, wire_msg_t *m)
+/* An internal request is answered: content is the reply (borrowed) and,
+ * for captured helper calls, text what the helper printed. */
+static void s_req_done(runtime_t *self, s_req_t *r, json_object *content, const char *text)
 {
-    if (!m->parent_id)
-        return;
-    s_req_t **pp = &self->reqs;
-    while (*pp && strcmp((*pp)->msg_id, m->parent_id) != 0)
-        pp = &(*pp)->next;
-    s_req_t *r = *pp;
-    if (!r)
-        return;
-    *pp = r->next;
-    const char *status = wire_get_str(m->content, "status");
+    const char *status = wire_get_str(content, "status");
     bool ok = status && strcmp(status, "ok") == 0;
-    if (r->kind != REQ_QUERY && r->kind != REQ_HELPER)
-        s_take_snapshot(self, m->content);
+    if (r->capture && status && strcmp(status, "aborted") == 0 && r->retries < CAPTURE_RETRIES) {
+        r->retries++;
+        r->got_reply = r->got_idle = false;
+        buf_reset(&r->out);
+        FREE_AND_NULL(r->error);
+        json_object_put(r->reply_content);
+        r->reply_content = NULL;
+        r->msg_id[0] = '\0';
+        r->next = self->reqs; /* back in the list, to be answered later */
+        self->reqs = r;
+        r->resend_timer = loop_timer(self->loop, CAPTURE_RETRY_MS * r->retries, s_capture_resend, r);
+        return;
+    }
+    if (r->capture && r->kind == REQ_SNAPSHOT)
+        s_take_snapshot_text(self, ok ? text : NULL);
+    else if (!r->capture && r->kind != REQ_QUERY && r->kind != REQ_HELPER)
+        s_take_snapshot(self, content);
     switch (r->kind) {
     case REQ_QUERY:
         if (r->reply)
-            r->reply(r->ud, m->content, NULL);
+            r->reply(r->ud, content, NULL);
         break;
     case REQ_HELPER: {
         const char *err = NULL;
-        const char *text = s_user_expr(m->content, &err);
+        const char *out = r->capture ? (ok && text && *text ? text : NULL) : s_user_expr(content, &err);
+        if (r->capture && !out)
+            err = r->error;
         if (!ok && !err)
-            err = wire_get_str(m->content, "evalue");
+            err = wire_get_str(content, "evalue");
         if (r->text)
-            r->text(r->ud, text, text ? NULL : (err ? err : "the helper gave no answer"));
+            r->text(r->ud, out, out ? NULL : (err ? err : "the helper gave no answer"));
         break;
     }
     case REQ_INSTALL:
         if (!ok)
             log_warn("the kernel-side helper failed to install (%s); variable counts are unavailable",
-                     wire_get_str(m->content, "evalue") ? wire_get_str(m->content, "evalue") : "?");
+                     wire_get_str(content, "evalue") ? wire_get_str(content, "evalue") : "?");
         break;
     case REQ_SNAPSHOT:
         if (r->ex) {
@@ -601,18 +718,95 @@ static void s_req_reply(runtime_t *self, wire_msg_t *m)
         break;
     case REQ_RESET: {
         json_object *n = NULL;
-        if (json_object_object_get_ex(m->content, "execution_count", &n) && json_object_is_type(n, json_type_int) &&
+        if (json_object_object_get_ex(content, "execution_count", &n) && json_object_is_type(n, json_type_int) &&
             r->all)
             self->exec_count = (long)json_object_get_int64(n);
+        if (ok && self->lang && self->lang->channel == LANG_VIA_STDOUT) {
+            /* Nothing rides along to say what is left: a reset leaves nothing. */
+            s_take_snapshot_text(self, "{\"vars\":0,\"rows\":[]}");
+        }
         self->rev++;
-        char text[64];
-        snprintf(text, sizeof text, "%ld", self->vars < 0 ? 0 : self->vars);
+        char text_n[64];
+        snprintf(text_n, sizeof text_n, "%ld", self->vars < 0 ? 0 : self->vars);
         if (r->done)
-            r->done(r->ud, ok, ok ? text : (wire_get_str(m->content, "evalue") ? wire_get_str(m->content, "evalue") : "reset failed"));
+            r->done(r->ud, ok, ok ? text_n : (wire_get_str(content, "evalue") ? wire_get_str(content, "evalue")
+                                                                            : "reset failed"));
         break;
     }
     }
-    free(r);
+    s_req_free(r);
+}
+
+static s_req_t *s_req_take(runtime_t *self, const char *parent_id, bool remove)
+{
+    if (!parent_id)
+        return NULL;
+    s_req_t **pp = &self->reqs;
+    while (*pp && strcmp((*pp)->msg_id, parent_id) != 0)
+        pp = &(*pp)->next;
+    s_req_t *r = *pp;
+    if (r && remove)
+        *pp = r->next;
+    return r;
+}
+
+/* A captured helper call is complete once its reply and its idle are in
+ * (iopub and shell are separate sockets: output may trail the reply). */
+static void s_capture_maybe_done(runtime_t *self, s_req_t *r)
+{
+    if (!r->got_reply || !r->got_idle)
+        return;
+    s_req_take(self, r->msg_id, true);
+    s_req_done(self, r, r->reply_content, buf_str(&r->out));
+}
+
+static void s_req_reply(runtime_t *self, wire_msg_t *m)
+{
+    s_req_t *r = s_req_take(self, m->parent_id, false);
+    if (!r)
+        return;
+    if (r->capture) {
+        if (strcmp(m->msg_type, "execute_reply") != 0)
+            return;
+        json_object_put(r->reply_content);
+        r->reply_content = json_object_get(m->content);
+        r->got_reply = true;
+        /* An aborted request was never executed: no iopub will follow. */
+        const char *status = wire_get_str(m->content, "status");
+        if (status && strcmp(status, "aborted") == 0)
+            r->got_idle = true;
+        s_capture_maybe_done(self, r);
+        return;
+    }
+    s_req_take(self, m->parent_id, true);
+    s_req_done(self, r, m->content, NULL);
+}
+
+/* iopub traffic of an internal request: only captured helper calls care. */
+static void s_req_iopub(runtime_t *self, wire_msg_t *m)
+{
+    s_req_t *r = s_req_take(self, m->parent_id, false);
+    if (!r || !r->capture)
+        return;
+    const char *t = m->msg_type;
+    json_object *c = m->content, *text = NULL;
+    if (strcmp(t, "stream") == 0) {
+        const char *name = wire_get_str(c, "name");
+        if (name && strcmp(name, "stdout") == 0 && json_object_object_get_ex(c, "text", &text) &&
+            json_object_is_type(text, json_type_string) &&
+            buf_append(&r->out, json_object_get_string(text), (size_t)json_object_get_string_len(text)) < 0)
+            log_warn("a helper answer exceeded %u bytes; ignored", HELPER_OUTPUT_MAX);
+    } else if (strcmp(t, "error") == 0) {
+        const char *ev = wire_get_str(c, "evalue");
+        free(r->error);
+        r->error = xstrdup(ev ? ev : "the helper failed");
+    } else if (strcmp(t, "status") == 0) {
+        const char *st = wire_get_str(c, "execution_state");
+        if (st && strcmp(st, "idle") == 0) {
+            r->got_idle = true;
+            s_capture_maybe_done(self, r);
+        }
+    }
 }
 
 /* ------------------------------------------------------------ kernel events */
@@ -624,9 +818,13 @@ static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
     buf_puts(&b, "{\"code\":");
     buf_put_json_str(&b, ex->code, strlen(ex->code));
     buf_puts(&b, ",\"silent\":false,\"store_history\":true,\"user_expressions\":{");
-    if (self->lang && self->lang->snapshot_expr) {
+    if (self->lang && self->lang->channel == LANG_VIA_USER_EXPRESSIONS) {
+        buf_t snap;
+        buf_init(&snap, 0);
+        self->lang->call(&snap, "snap", NULL);
         buf_puts(&b, "\"rat\":");
-        buf_put_json_str(&b, self->lang->snapshot_expr, strlen(self->lang->snapshot_expr));
+        buf_put_json_str(&b, snap.data, snap.len);
+        buf_free(&snap);
     }
     buf_printf(&b, "},\"allow_stdin\":%s,\"stop_on_error\":false}", ex->allow_input ? "true" : "false");
     ex->sent_us = loop_now_us();
@@ -667,7 +865,7 @@ static void s_drop_reqs(runtime_t *self, const char *why)
             r->reply(r->ud, NULL, why);
         else if (r->kind == REQ_HELPER && r->text)
             r->text(r->ud, NULL, why);
-        free(r);
+        s_req_free(r);
     }
 }
 
@@ -742,7 +940,7 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
     if (info && json_object_object_get_ex(info, "language_info", &li) && json_object_object_get_ex(li, "name", &name) &&
         json_object_is_type(name, json_type_string)) {
         free(self->language);
-        self->language = xstrdup(json_object_get_string(name));
+        self->language = s_lower_dup(json_object_get_string(name));
     }
     const char *impl = wire_get_str(info, "implementation");
     free(self->implementation);
@@ -777,7 +975,7 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
         else if (p->kind == REQ_QUERY)
             runtime_query(self, p->msg_type, p->content, p->reply, p->ud);
         else
-            runtime_call_helper(self, p->expr, p->text, p->ud);
+            runtime_call_helper(self, p->expr, p->content, p->text, p->ud);
         p->done = NULL;
         p->reply = NULL;
         p->text = NULL;
@@ -797,6 +995,8 @@ static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
     case KCHAN_IOPUB:
         if (mine)
             s_exec_iopub(self, ex, m);
+        else
+            s_req_iopub(self, m);
         break;
     case KCHAN_SHELL:
         if (mine && strcmp(m->msg_type, "execute_reply") == 0)
@@ -853,7 +1053,11 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     free(self->fail_reason);
     self->fail_reason = NULL;
     char *run_why;
-    if (attached) {
+    if (attached && self->restart_done) {
+        self->fail_reason = xasprintf("%s; the attached kernel shut down for the restart and nothing started it "
+                                      "again (only its owner, such as a Jupyter server, can)", why);
+        run_why = xstrdup(self->fail_reason);
+    } else if (attached) {
         self->fail_reason = xasprintf("%s; the attached kernel is gone (start it again and reconnect)", why);
         run_why = xstrdup(self->fail_reason);
     } else if (!was_ready) {
@@ -953,7 +1157,7 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
         }
     }
     if (self->spec && self->spec->language[0])
-        self->language = xstrdup(self->spec->language);
+        self->language = s_lower_dup(self->spec->language);
     else
         self->language = xstrdup(self->existing ? "kernel" : "python");
     s_start_kernel(self);
@@ -1081,13 +1285,19 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     self->restart_done = done;
     self->restart_ud = ud;
     self->ndeaths = 0;
-    kernel_destroy(&self->kernel, 0);
+    /* An attached kernel is restarted by its owner, on request; ours are
+     * replaced. */
+    bool attached_restart = self->existing && self->kernel && kernel_restart_attached(self->kernel) == 0;
+    if (!attached_restart)
+        kernel_destroy(&self->kernel, 0);
     self->lang = NULL;
     self->kstate = ST_STARTING;
     if (self->current)
         s_finish(self, self->current, RUNTIME_FAILED, "interrupted: the kernel was restarted");
     s_fail_queued(self, "not run: the kernel was restarted");
     s_drop_reqs(self, "the kernel was restarted");
+    if (attached_restart)
+        return;
     s_start_kernel(self);
     if (self->kstate == ST_FAILED) {
         runtime_done_fn *d = self->restart_done;
@@ -1116,6 +1326,15 @@ static void s_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_f
     }
     if (self->kstate == ST_READY && !self->lang) {
         done(ud, false, "reset is not available for this kernel's language; ctl restart gives a fresh one");
+        return;
+    }
+    if (self->kstate == ST_READY && all && !self->lang->reset_all_code) {
+        char text[256];
+        snprintf(text, sizeof text, "reset with scope all (history and the execution counter) is not available "
+                                    "for %s kernels; ctl(op=\"reset\") clears the variables, ctl(op=\"restart\") "
+                                    "gives a fresh kernel",
+                 self->language);
+        done(ud, false, text);
         return;
     }
     if (self->kstate != ST_READY) {
@@ -1160,11 +1379,16 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     out->display_name = self->spec ? self->spec->display_name : NULL;
     out->interpreter = self->interpreter;
     out->env_note = self->env_note;
-    out->connection_file = self->kernel ? kernel_connection_file(self->kernel) : NULL;
+    out->connection_file = self->kernel ? kernel_connection_file(self->kernel) : self->existing;
     out->log_path = self->kernel ? kernel_log_path(self->kernel) : NULL;
     out->last_death = self->kstate == ST_FAILED ? self->fail_reason : self->last_death;
     out->restarts = self->restarts;
+    /* Only ipykernel answers heartbeats from a thread of its own; IRkernel
+     * and others answer from the loop that runs the code, so their silence
+     * while busy means nothing. */
     out->heartbeat_ok = self->kernel ? kernel_heartbeat_ok(self->kernel) : false;
+    if (self->current && (!self->implementation || strcmp(self->implementation, "ipython") != 0))
+        out->heartbeat_ok = true;
     out->attached = self->existing != NULL;
     out->boot_ms = self->kernel ? kernel_boot_ms(self->kernel) : 0;
     if (self->kernel)
@@ -1248,11 +1472,12 @@ void runtime_query(runtime_t *self, const char *msg_type, const char *content, r
     s_pending_free(p);
 }
 
-void runtime_call_helper(runtime_t *self, const char *expr, runtime_text_fn *cb, void *ud)
+void runtime_call_helper(runtime_t *self, const char *fn, const char *json_arg, runtime_text_fn *cb, void *ud)
 {
     s_pending_reset_t *p = xcalloc(1, sizeof *p);
     p->kind = REQ_HELPER;
-    p->expr = xstrdup(expr);
+    p->expr = xstrdup(fn);
+    p->content = xstrdup(json_arg);
     p->text = cb;
     p->ud = ud;
     if (s_wait_ready(self, p))
@@ -1265,12 +1490,22 @@ void runtime_call_helper(runtime_t *self, const char *expr, runtime_text_fn *cb,
         s_pending_fail(p, "busy");
         return;
     }
-    char id[WIRE_ID_LEN + 1];
-    if (s_send_silent(self, "", expr, id) < 0) {
+    s_req_t *r = NULL;
+    if (self->lang->channel == LANG_VIA_STDOUT) {
+        r = s_send_capture(self, REQ_HELPER, fn, json_arg);
+    } else {
+        buf_t expr;
+        buf_init(&expr, 0);
+        self->lang->call(&expr, fn, json_arg);
+        char id[WIRE_ID_LEN + 1];
+        if (s_send_silent(self, "", expr.data, id) == 0)
+            r = s_req_add(self, REQ_HELPER, id);
+        buf_free(&expr);
+    }
+    if (!r) {
         s_pending_fail(p, "could not reach the kernel");
         return;
     }
-    s_req_t *r = s_req_add(self, REQ_HELPER, id);
     r->text = cb;
     r->ud = ud;
     p->text = NULL;

@@ -123,10 +123,11 @@ void runtime_status(runtime_t *self, runtime_status_t *out);
  * answers requests there (ipykernel), else cb gets a "busy" error at once.
  * While the kernel starts, the request waits for it. */
 void runtime_query(runtime_t *self, const char *msg_type, const char *content, runtime_reply_fn *cb, void *ud);
-/* Evaluates an expression of the language helper (silently, no history)
- * and returns its text/plain. Needs an idle kernel with a helper; cb gets an
- * error otherwise. */
-void runtime_call_helper(runtime_t *self, const char *expr, runtime_text_fn *cb, void *ud);
+/* Calls function fn of the kernel-side helper ("snap", "inspect") with
+ * json_arg (JSON text, or NULL) and returns the JSON text it answers (see
+ * lang.h for how each kernel carries it; no history, no output to anyone
+ * else). Needs an idle kernel with a helper; cb gets an error otherwise. */
+void runtime_call_helper(runtime_t *self, const char *fn, const char *json_arg, runtime_text_fn *cb, void *ud);
 /* The state snapshot taken after the last execution ({"vars": N, "rows":
  * [...]}; borrowed, NULL if none) and the execution count it belongs to. */
 json_object *runtime_snapshot(runtime_t *self, long *exec_count);

@@ -180,7 +180,7 @@ static void s_overview(tools_ctx_t *ctx, mcp_call_t *call)
         return;
     }
     s_op_t *op = s_op_new(ctx, call);
-    runtime_call_helper(ctx->rt, "__import__('_rat').snap()", s_overview_fresh, op);
+    runtime_call_helper(ctx->rt, "snap", NULL, s_overview_fresh, op);
 }
 
 /* ------------------------------------------------------------ inspect */
@@ -335,13 +335,7 @@ static void s_inspect(tools_ctx_t *ctx, mcp_call_t *call, const char *at)
     s_op_t *op = s_op_new(ctx, call);
     op->path = xstrdup(at);
     if (runtime_has_helper(ctx->rt) && runtime_idle(ctx->rt)) {
-        buf_t e;
-        buf_init(&e, 0);
-        buf_puts(&e, "__import__('_rat').inspect(");
-        buf_put_json_str(&e, segs, strlen(segs));
-        buf_puts(&e, ")");
-        runtime_call_helper(ctx->rt, buf_str(&e), s_inspect_helper, op);
-        buf_free(&e);
+        runtime_call_helper(ctx->rt, "inspect", segs, s_inspect_helper, op);
     } else {
         s_inspect_protocol(op);
     }

@@ -119,9 +119,14 @@ static void s_render_problem(runtime_exec_t *ex, buf_t *b)
         runtime_exec_error(ex, &e);
         if (b->len)
             buf_putc(b, '\n');
-        buf_puts(b, e.ename ? e.ename : "Error");
-        if (e.evalue && *e.evalue)
-            buf_printf(b, ": %s", e.evalue);
+        /* An empty ename: the language adapter made evalue the whole text. */
+        if (e.ename && !*e.ename && e.evalue && *e.evalue) {
+            buf_puts(b, e.evalue);
+        } else {
+            buf_puts(b, e.ename ? e.ename : "Error");
+            if (e.evalue && *e.evalue)
+                buf_printf(b, ": %s", e.evalue);
+        }
         if (e.line > 0 && e.source)
             buf_printf(b, "\n  line %ld: %s", e.line, e.source);
     } else if (oc == RUNTIME_ABORTED) {

@@ -31,7 +31,7 @@ export function scratch() {
 export async function connect(opts = {}) {
   const work = scratch();
   const transport = new StdioClientTransport({
-    command: RAT,
+    command: opts.command ?? RAT,
     args: ['--cwd', work.dir, ...(opts.args ?? [])],
     env: { ...process.env, ...(opts.env ?? {}) },
     stderr: 'pipe',

@@ -1,0 +1,522 @@
+/* doctor: checks rat-py end to end by being its first client.
+ *
+ * Rather than re-deriving which kernel the server would pick, doctor starts
+ * the real server (this same program, with the options it was given) and
+ * talks MCP to it over pipes: what it reports is what a client would get.
+ * Checks, in order: the kernel choice (kernelspec or interpreter), the
+ * interpreter and kernel package versions, the kernel's boot time, a run's
+ * round trip, the assets dir, and (informational: it is optional) mcp2cli
+ * and the registration `install` makes. */
+#include "doctor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "buf.h"
+#include "config.h"
+#include "fileio.h"
+#include "install.h"
+#include "kernelspec.h"
+#include "lang.h"
+#include "mem.h"
+#include "yaml_block.h"
+
+#define REPLY_MAX (16u << 20)     /* bytes of one server line */
+#define STDERR_KEEP 8192          /* bytes of the server's stderr kept for messages */
+#define INIT_TIMEOUT_MS 10000
+#define EXIT_WAIT_MS 3000
+
+typedef struct {
+    pid_t pid;
+    int in, out, err;             /* our ends: server stdin, stdout, stderr */
+    buf_t line;                   /* partial stdout line */
+    buf_t stderr_text;
+    int next_id;
+} s_server_t;
+
+static int s_failures;
+
+static void s_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void s_bad(const char *fix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void s_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void s_ok(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("✓ ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+}
+
+static void s_bad(const char *fix, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("✗ ", stdout);
+    vprintf(fmt, ap);
+    if (fix)
+        printf("\n    fix: %s", fix);
+    fputc('\n', stdout);
+    va_end(ap);
+    s_failures++;
+}
+
+static void s_info(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("– ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+}
+
+static int64_t s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------ the server */
+
+static int s_spawn(s_server_t *s, const char *self, int argc, char **argv)
+{
+    int pin[2], pout[2], perr[2];
+    if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(pin[0], 0);
+        dup2(pout[1], 1);
+        dup2(perr[1], 2);
+        char **av = xcalloc((size_t)argc + 1, sizeof *av);
+        av[0] = (char *)self;
+        for (int i = 1; i < argc; i++)
+            av[i] = argv[i];
+        execv("/proc/self/exe", av);
+        _exit(127);
+    }
+    close(pin[0]);
+    close(pout[1]);
+    close(perr[1]);
+    s->pid = pid;
+    s->in = pin[1];
+    s->out = pout[0];
+    s->err = perr[0];
+    fcntl(s->err, F_SETFL, fcntl(s->err, F_GETFL) | O_NONBLOCK);
+    buf_init(&s->line, REPLY_MAX);
+    buf_init(&s->stderr_text, 0);
+    s->next_id = 1;
+    return 0;
+}
+
+static void s_drain_stderr(s_server_t *s)
+{
+    char chunk[4096];
+    ssize_t n;
+    /* Keeps the last STDERR_KEEP bytes (the fd is non-blocking). */
+    while ((n = read(s->err, chunk, sizeof chunk)) > 0) {
+        buf_append(&s->stderr_text, chunk, (size_t)n);
+        if (s->stderr_text.len > STDERR_KEEP)
+            buf_consume(&s->stderr_text, s->stderr_text.len - STDERR_KEEP);
+    }
+}
+
+/* The server's last stderr line (what it said when it gave up). */
+static const char *s_last_words(s_server_t *s)
+{
+    s_drain_stderr(s);
+    char *t = s->stderr_text.data;
+    if (!t)
+        return "(nothing on stderr)";
+    while (s->stderr_text.len && (t[s->stderr_text.len - 1] == '\n'))
+        t[--s->stderr_text.len] = '\0';
+    char *nl = strrchr(t, '\n');
+    return nl ? nl + 1 : t;
+}
+
+/* Sends a request and waits for its response (notifications skipped).
+ * Returns the parsed response (caller owns it), or NULL on timeout/EOF. */
+static json_object *s_request(s_server_t *s, const char *method, const char *params, int timeout_ms)
+{
+    int id = s->next_id++;
+    char *msg = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}\n", id, method,
+                          params ? params : "{}");
+    size_t len = strlen(msg), off = 0;
+    while (off < len) {
+        ssize_t w = write(s->in, msg + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            free(msg);
+            return NULL;
+        }
+        off += (size_t)w;
+    }
+    free(msg);
+    int64_t deadline = s_now_ms() + timeout_ms;
+    for (;;) {
+        char *nl = s->line.data ? memchr(s->line.data, '\n', s->line.len) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - s->line.data);
+            char *text = xstrndup(s->line.data, n);
+            json_object *m = json_tokener_parse(text);
+            free(text);
+            buf_consume(&s->line, n + 1);
+            json_object *vid = NULL;
+            if (m && json_object_object_get_ex(m, "id", &vid) && json_object_get_int(vid) == id &&
+                !json_object_object_get_ex(m, "method", NULL))
+                return m;
+            json_object_put(m);
+            continue;
+        }
+        int left = (int)(deadline - s_now_ms());
+        if (left <= 0)
+            return NULL;
+        struct pollfd pf[2] = {{.fd = s->out, .events = POLLIN}, {.fd = s->err, .events = POLLIN}};
+        if (poll(pf, 2, left) < 0 && errno != EINTR)
+            return NULL;
+        if (pf[1].revents & (POLLIN | POLLHUP))
+            s_drain_stderr(s);
+        if (pf[0].revents & (POLLIN | POLLHUP)) {
+            char chunk[65536];
+            ssize_t r = read(s->out, chunk, sizeof chunk);
+            if (r <= 0)
+                return NULL;
+            if (buf_append(&s->line, chunk, (size_t)r) < 0)
+                return NULL;
+        }
+    }
+}
+
+/* A tool call's text (caller owns it) and isError; NULL when no answer. */
+static char *s_tool(s_server_t *s, const char *name, const char *args_json, bool *is_error, int timeout_ms)
+{
+    char *params = xasprintf("{\"name\":\"%s\",\"arguments\":%s}", name, args_json);
+    json_object *m = s_request(s, "tools/call", params, timeout_ms);
+    free(params);
+    json_object *res = NULL, *content = NULL, *err = NULL;
+    char *text = NULL;
+    *is_error = true;
+    if (m && json_object_object_get_ex(m, "result", &res) && json_object_object_get_ex(res, "content", &content) &&
+        json_object_array_length(content) > 0) {
+        json_object *t = NULL, *ie = NULL;
+        if (json_object_object_get_ex(json_object_array_get_idx(content, 0), "text", &t))
+            text = xstrdup(json_object_get_string(t));
+        *is_error = json_object_object_get_ex(res, "isError", &ie) && json_object_get_boolean(ie);
+    } else if (m && json_object_object_get_ex(m, "error", &err)) {
+        json_object *em = NULL;
+        text = xstrdup(json_object_object_get_ex(err, "message", &em) ? json_object_get_string(em) : "error");
+    }
+    json_object_put(m);
+    return text;
+}
+
+static void s_stop(s_server_t *s)
+{
+    if (s->in >= 0)
+        close(s->in);
+    s->in = -1;
+    int status;
+    int64_t deadline = s_now_ms() + EXIT_WAIT_MS;
+    while (waitpid(s->pid, &status, WNOHANG) == 0) {
+        if (s_now_ms() > deadline) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &status, 0);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    close(s->out);
+    close(s->err);
+    buf_free(&s->line);
+    buf_free(&s->stderr_text);
+}
+
+/* The value after "label: " on a line of ctl status text (caller owns). */
+static char *s_status_field(const char *status, const char *label)
+{
+    char *key = xasprintf("\n%s: ", label);
+    const char *p = strstr(status, key);
+    char *out = NULL;
+    if (p) {
+        p += strlen(key);
+        const char *e = strchr(p, '\n');
+        out = xstrndup(p, e ? (size_t)(e - p) : strlen(p));
+    }
+    free(key);
+    return out;
+}
+
+/* ------------------------------------------------------------ checks */
+
+/* Whether dir is writable, or could be created (its nearest existing
+ * ancestor is writable). Nothing is created. */
+static bool s_dir_writable(const char *dir, char **why)
+{
+    char *p = xstrdup(dir);
+    for (;;) {
+        if (fileio_is_dir(p)) {
+            bool ok = access(p, W_OK | X_OK) == 0;
+            if (!ok)
+                *why = xasprintf("%s is not writable (%s)", p, strerror(errno));
+            free(p);
+            return ok;
+        }
+        if (access(p, F_OK) == 0) {
+            *why = xasprintf("%s exists and is not a directory", p);
+            free(p);
+            return false;
+        }
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) {
+            free(p);
+            return true;
+        }
+        *slash = '\0';
+    }
+}
+
+static void s_check_mcp2cli(const family_t *fam, const char *self)
+{
+    char *mcp2cli = fileio_which("mcp2cli");
+    if (mcp2cli)
+        s_info("mcp2cli: %s", mcp2cli);
+    else
+        s_info("mcp2cli: not installed (optional: it turns rat-py into the `%s` command)", fam->short_name);
+    free(mcp2cli);
+    char *cfg = install_mcp2cli_config_path();
+    size_t len = 0;
+    char *text = fileio_read(cfg, YAML_BLOCK_MAX_TEXT, &len);
+    char err[256];
+    yaml_block_t *y = text ? yaml_block_parse(text, len, err, sizeof err) : NULL;
+    char *cmd = y ? yaml_block_scalar(y, "servers", fam->short_name, "command") : NULL;
+    if (cmd) {
+        bool same = strncmp(cmd, self, strlen(self)) == 0;
+        s_info("mcp2cli: `%s` is registered: %s%s", fam->short_name, cmd,
+               same ? "" : " (another program than this one; `rat-py install` re-registers)");
+    } else if (!text) {
+        s_info("mcp2cli: no %s yet; `%s install` registers `%s`", cfg, fam->prog, fam->short_name);
+    } else {
+        s_info("mcp2cli: `%s` is not registered in %s; `%s install` registers it", fam->short_name, cfg, fam->prog);
+    }
+    free(cmd);
+    yaml_block_destroy(&y);
+    free(text);
+    free(cfg);
+}
+
+int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *fam)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("Usage: %s doctor [SERVER OPTIONS]\n"
+                   "Starts %s with the given options (--cwd, --kernel, --python, --venv, ...) and checks\n"
+                   "that it works: the kernel it picks, versions, boot time, a run's round trip, the assets\n"
+                   "dir, and the mcp2cli registration. Exit status 1 if any check fails.\n",
+                   fam->prog, fam->prog);
+            return 0;
+        }
+    }
+    /* The options must be valid server options. */
+    config_t cfg;
+    if (config_parse(&cfg, argc, argv) < 0)
+        return 2;
+    char *self = install_self_path(self_argv0);
+    if (!self)
+        self = xstrdup(fam->prog);
+    s_failures = 0;
+    /* A server that dies must not take doctor with it (a write to its
+     * closed stdin would raise SIGPIPE). */
+    signal(SIGPIPE, SIG_IGN);
+
+    /* The kernelspec, when one is named (the default choice is reported
+     * from the server's status below). */
+    const char *kname = cfg.kernel;
+    char kerr[1024];
+    if (kname) {
+        kernelspec_t *ks = kernelspec_find(kname, kerr, sizeof kerr);
+        if (ks)
+            s_ok("kernelspec: %s (%s, language %s) in %s", ks->name, ks->display_name, ks->language, ks->dir);
+        else
+            s_bad("`rat-py kernels` lists the installed kernelspecs", "kernelspec: %s", kerr);
+        bool found = ks != NULL;
+        kernelspec_destroy(&ks);
+        if (!found) {
+            s_check_mcp2cli(fam, self);
+            free(self);
+            return 1;
+        }
+    }
+
+    s_server_t srv = {.in = -1};
+    int64_t t0 = s_now_ms();
+    if (s_spawn(&srv, self, argc, argv) < 0) {
+        s_bad(NULL, "cannot start %s: %s", self, strerror(errno));
+        free(self);
+        return 1;
+    }
+    json_object *init = s_request(&srv, "initialize",
+                                  "{\"protocolVersion\":\"2024-11-05\",\"capabilities\":{},"
+                                  "\"clientInfo\":{\"name\":\"rat-py doctor\",\"version\":\"1\"}}",
+                                  INIT_TIMEOUT_MS);
+    if (!init) {
+        s_bad(NULL, "server: %s did not start: %s", fam->prog, s_last_words(&srv));
+        goto done;
+    }
+    json_object_put(init);
+    static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+    if (write(srv.in, initialized, sizeof initialized - 1) < 0) {
+        s_bad(NULL, "server: %s closed its input: %s", fam->prog, s_last_words(&srv));
+        goto done;
+    }
+    json_object_put(s_request(&srv, "ping", NULL, INIT_TIMEOUT_MS));
+
+    /* The kernel boots: the first run waits for it. What code to run depends
+     * on the language, which the status says once the kernel is known. */
+    int boot_wait_ms = (cfg.boot_timeout_s > 0 ? cfg.boot_timeout_s : 60) * 1000 + 5000;
+    bool is_err = false;
+    char *status = NULL;
+    const lang_t *lang = NULL;
+    for (int64_t until = s_now_ms() + boot_wait_ms; s_now_ms() < until;) {
+        free(status);
+        status = s_tool(&srv, "ctl", "{\"op\":\"status\"}", &is_err, INIT_TIMEOUT_MS);
+        if (!status || strstr(status, " idle |") || strstr(status, " dead |"))
+            break;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (!status) {
+        s_bad(NULL, "server: %s stopped answering: %s", fam->prog, s_last_words(&srv));
+        goto done;
+    }
+    if (!strstr(status, " idle |")) {
+        char *fail = s_status_field(status, "last failure");
+        s_bad(fail && strstr(fail, "ipykernel") ? NULL : fam->install_hint, "kernel boots: %s",
+              fail ? fail : "not ready in time");
+        free(fail);
+        free(status);
+        goto done;
+    }
+    int64_t boot_wall = s_now_ms() - t0;
+    {
+        char lang_name[64] = "";
+        sscanf(status, "%63s", lang_name);
+        lang = lang_find(lang_name);
+        char *kernel = s_status_field(status, "kernel");
+        char *interp = s_status_field(status, "interpreter");
+        char *env = s_status_field(status, "environment");
+        /* "python3 (Python 3 (ipykernel)), pid 123, ready in 671ms" */
+        char *cut = kernel ? strstr(kernel, ", pid ") : NULL;
+        if (cut)
+            *cut = '\0';
+        if (!kname) {
+            char spec_name[128] = "";
+            kernelspec_t *ks = kernel && sscanf(kernel, "%127s", spec_name) == 1
+                                   ? kernelspec_find(spec_name, kerr, sizeof kerr) : NULL;
+            if (ks)
+                s_ok("kernelspec: %s in %s", kernel, ks->dir);
+            else
+                s_ok("kernel: %s", kernel ? kernel : "?");
+            kernelspec_destroy(&ks);
+        }
+        if (interp)
+            s_ok("interpreter: %s%s%s%s", interp, env ? " (" : "", env ? env : "", env ? ")" : "");
+        else if (env)
+            s_info("environment: %s", env);
+        const char *ready = cut ? strstr(cut + 1, "ready in ") : NULL;
+        s_ok("kernel boots: %s (%lld ms from start to idle, MCP handshake included)", ready ? ready : "ready",
+             (long long)boot_wall);
+        free(kernel);
+        free(interp);
+        free(env);
+        free(status);
+    }
+    if (lang && lang->probe_code) {
+        buf_t args;
+        buf_init(&args, 0);
+        buf_puts(&args, "{\"code\":");
+        buf_put_json_str(&args, lang->probe_code, strlen(lang->probe_code));
+        buf_puts(&args, "}");
+        char *out = s_tool(&srv, "run", args.data, &is_err, boot_wait_ms);
+        buf_free(&args);
+        if (!out || is_err) {
+            s_bad(fam->install_hint, "kernel package: %s", out ? out : "no answer");
+        } else {
+            char *nl = strchr(out, '\n');
+            char *second = nl ? nl + 1 : NULL;
+            if (nl)
+                *nl = '\0';
+            char *nl2 = second ? strchr(second, '\n') : NULL;
+            if (nl2)
+                *nl2 = '\0';
+            s_ok("runs: %s, %s", out, second && *second ? second : "?");
+        }
+        free(out);
+        /* The round trip of a run that does nothing, warm. */
+        buf_init(&args, 0);
+        buf_puts(&args, "{\"code\":");
+        buf_put_json_str(&args, lang->noop_code, strlen(lang->noop_code));
+        buf_puts(&args, "}");
+        int64_t best = -1;
+        for (int i = 0; i < 3; i++) {
+            int64_t t = s_now_ms();
+            out = s_tool(&srv, "run", args.data, &is_err, 30000);
+            int64_t dt = s_now_ms() - t;
+            if (out && !is_err && (best < 0 || dt < best))
+                best = dt;
+            free(out);
+        }
+        buf_free(&args);
+        if (best >= 0)
+            s_ok("run round trip: %lld ms (best of 3, through MCP)", (long long)best);
+        else
+            s_bad(NULL, "run round trip: the run failed");
+    } else {
+        /* No helper for this language: time a completion round trip. */
+        int64_t t = s_now_ms();
+        char *out = s_tool(&srv, "look", "{\"code\":\"a\",\"cursor\":1}", &is_err, 30000);
+        if (out && !is_err)
+            s_ok("completion round trip: %lld ms (no run probe for this language)", (long long)(s_now_ms() - t));
+        else
+            s_bad(NULL, "completion round trip: %s", out ? out : "no answer");
+        free(out);
+    }
+
+done:
+    s_stop(&srv);
+    {
+        char *cwd = fileio_realpath(cfg.cwd ? cfg.cwd : ".");
+        char *assets = cfg.assets_dir ? (cfg.assets_dir[0] == '/' ? xstrdup(cfg.assets_dir)
+                                                                   : xasprintf("%s/%s", cwd ? cwd : ".",
+                                                                               cfg.assets_dir))
+                                      : xasprintf("%s/.rat-assets", cwd ? cwd : ".");
+        char *why = NULL;
+        if (s_dir_writable(assets, &why))
+            s_ok("assets dir: %s is writable", assets);
+        else
+            s_bad("give a writable directory with --assets-dir DIR", "assets dir: %s", why);
+        free(why);
+        free(assets);
+        free(cwd);
+    }
+    s_check_mcp2cli(fam, self);
+    free(self);
+    return s_failures ? 1 : 0;
+}

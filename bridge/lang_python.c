@@ -1,0 +1,42 @@
+/* lang_python: the IPython adapter; the helper is kernelspec/rat_helper.py. */
+#include "lang.h"
+
+#include <string.h>
+
+extern const char rat_helper_py[];
+extern const size_t rat_helper_py_len;
+
+/* Installs kernelspec/rat_helper.py as the module `_rat` in sys.modules,
+ * without binding any name in the user's namespace: everything happens
+ * inside one expression. The source travels as a JSON string literal, which
+ * is also a valid Python string literal. */
+static void s_install(buf_t *b)
+{
+    buf_puts(b, "(lambda s, t, src: (s.modules.__setitem__('_rat', t.ModuleType('_rat')), "
+                "exec(compile(src, '<rat-py helper>', 'exec'), s.modules['_rat'].__dict__)))"
+                "(__import__('sys'), __import__('types'), ");
+    buf_put_json_str(b, rat_helper_py, rat_helper_py_len);
+    buf_puts(b, ")");
+}
+
+/* An expression: user_expressions return its repr, which the helper makes
+ * JSON text. A JSON string literal is a valid Python string literal. */
+static void s_call(buf_t *b, const char *fn, const char *json_arg)
+{
+    buf_printf(b, "__import__('_rat').%s(", fn);
+    if (json_arg)
+        buf_put_json_str(b, json_arg, strlen(json_arg));
+    buf_puts(b, ")");
+}
+
+const lang_t lang_python = {
+    .name = "python",
+    .html_with_plain_is_asset = true,
+    .channel = LANG_VIA_USER_EXPRESSIONS,
+    .install = s_install,
+    .call = s_call,
+    .reset_code = "get_ipython().run_line_magic('reset', '-f')",
+    .reset_all_code = "get_ipython().reset(new_session=True)",
+    .probe_code = "import sys, ipykernel\nprint(sys.executable)\nprint('ipykernel', ipykernel.__version__)",
+    .noop_code = "pass",
+};

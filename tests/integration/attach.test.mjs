@@ -1,0 +1,136 @@
+// --existing: a kernel someone else started (here `python3 -m
+// ipykernel_launcher -f FILE`, driven by jupyter_client as its owner).
+// State is shared both ways, restart is refused, rat-py's exit leaves the
+// kernel running, and the kernel's death is noticed by heartbeat.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { connect, run, ctl, until, alive } from './lib.mjs';
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+
+/** Starts an ipykernel on a connection file we choose; resolves once it answers. */
+async function ownKernel(dir, name = 'kernel-attach.json') {
+  const file = path.join(dir, name);
+  const proc = spawn('/usr/bin/python3', ['-m', 'ipykernel_launcher', '-f', file], { stdio: 'ignore', detached: true });
+  await until(() => existsSync(file) && readFileSync(file, 'utf8').includes('"key"'), 30_000, 'the connection file');
+  jc(file, 'pass');
+  return { file, proc, kill: () => { try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ } } };
+}
+
+/** Runs code through jupyter_client (the owner) and returns its stdout. */
+function jc(file, code) {
+  const p = spawnSync('/usr/bin/python3', [path.join(here, 'jclient.py'), file, code], { encoding: 'utf8', timeout: 60_000 });
+  if (p.status !== 0) throw new Error(`jupyter_client: ${p.stderr}`);
+  return p.stdout;
+}
+
+test('state is shared with the owner both ways; restart is refused; exit leaves the kernel running', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-attach-'));
+  const k = await ownKernel(dir);
+  try {
+    jc(k.file, 'shared = 41');
+    const h = await connect({ args: ['--existing', k.file] });
+    let pid;
+    try {
+      let r = await run(h, 'print(shared)');
+      assert.match(r.text, /^41\n\n✓ /);
+      r = await run(h, 'shared += 1\nimport os; kernel_pid = os.getpid()');
+      assert.equal(r.isError, false);
+      assert.equal(jc(k.file, 'print(shared)'), '42\n', 'the owner sees the change');
+      pid = Number((await run(h, 'print(kernel_pid)')).text.split('\n')[0]);
+      r = await ctl(h, 'restart');
+      assert.equal(r.isError, true);
+      assert.match(r.text, /refused unless rat-py runs with --allow-restart/);
+      r = await ctl(h, 'status');
+      assert.match(r.text, new RegExp(`kernel: attached via ${k.file}`));
+      // cancel goes by interrupt_request (there is no process of ours to signal)
+      r = await run(h, 'import time\nprint("sleeping", flush=True)\ntime.sleep(30)', { wait: 1 });
+      assert.match(r.text, /^sleeping\n\n⏳ running/);
+      r = await ctl(h, 'cancel');
+      assert.match(r.text, /^CANCELLED exec #\d+$/);
+      assert.match((await ctl(h, 'wait')).text, /KeyboardInterrupt/);
+    } finally {
+      await h.close();
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(alive(pid), 'the kernel outlives rat-py');
+    assert.equal(jc(k.file, 'print(shared)'), '42\n');
+    assert.ok(existsSync(k.file), 'its connection file is left alone');
+  } finally {
+    k.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('found by name in the Jupyter runtime dir, like jupyter console --existing', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-attach-'));
+  const k = await ownKernel(dir, 'kernel-3f9a-named.json');
+  try {
+    const h = await connect({ args: ['--existing', '3f9a'], env: { JUPYTER_RUNTIME_DIR: dir } });
+    try {
+      const r = await ctl(h, 'status');
+      assert.match(r.text, new RegExp(`attached via ${k.file}`));
+    } finally {
+      await h.close();
+    }
+  } finally {
+    k.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a killed attached kernel is detected by heartbeat while idle', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-attach-'));
+  const k = await ownKernel(dir);
+  const h = await connect({ args: ['--existing', k.file] });
+  try {
+    await run(h, 'x = 1');
+    k.kill();
+    const ms = await until(async () => /^python dead/.test((await ctl(h, 'status')).text), 40_000, 'death by heartbeat');
+    assert.ok(ms < 40_000);
+    const st = await ctl(h, 'status');
+    assert.match(st.text, /has not answered its heartbeat for \d+ s while idle/);
+    const r = await run(h, 'print(1)');
+    assert.equal(r.isError, true);
+    assert.match(r.text, /the attached kernel is gone/);
+  } finally {
+    await h.close();
+    k.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('--allow-restart: the owner restarts the kernel on the same file; variables are gone', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-attach-'));
+  const file = path.join(dir, 'kernel-owned.json');
+  const stop = path.join(dir, 'stop');
+  // An owner that restarts its kernel whenever it exits (what a Jupyter
+  // server's restarter does), bounded to a few restarts.
+  // Like a Jupyter server, the owner writes the connection file itself (a
+  // kernel removes a file it wrote when it exits).
+  const owner = spawn('/bin/bash', ['-c', `/usr/bin/python3 -c 'import sys; from jupyter_client.connect import write_connection_file; write_connection_file(sys.argv[1])' ${file}
+    for i in 1 2 3; do [ -e ${stop} ] && break; /usr/bin/python3 -m ipykernel_launcher -f ${file}; done`], { stdio: 'ignore', detached: true });
+  try {
+    await until(() => existsSync(file) && readFileSync(file, 'utf8').includes('"key"'), 30_000, 'the connection file');
+    jc(file, 'before = 1');
+    const h = await connect({ args: ['--existing', file, '--allow-restart'] });
+    try {
+      assert.match((await run(h, 'print(before)')).text, /^1\n/);
+      const r = await ctl(h, 'restart');
+      assert.equal(r.text, 'RESTARTED | interpreter reinitialized | 0 vars');
+      const r2 = await run(h, 'before');
+      assert.equal(r2.isError, true);
+      assert.match(r2.text, /NameError/);
+    } finally {
+      await h.close();
+    }
+  } finally {
+    writeFileSync(stop, '');
+    try { process.kill(-owner.pid, 'SIGKILL'); } catch { /* gone */ }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
