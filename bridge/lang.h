@@ -56,6 +56,10 @@ typedef struct lang {
      * sends HTML for every value it prints. HTML with no plain-text form
      * (an explicit HTML display) is always saved. */
     bool html_with_plain_is_asset;
+    /* The helper puts the snapshot into every execute_reply's payload list
+     * (IPython's post_run_cell hook + payload manager), so a run needs no
+     * user_expression, and errors need no second request. */
+    bool snapshot_in_payload;
 } lang_t;
 
 /* The adapters, one file each (lang_python.c, lang_r.c). */

@@ -32,6 +32,7 @@ static void s_call(buf_t *b, const char *fn, const char *json_arg)
 const lang_t lang_python = {
     .name = "python",
     .html_with_plain_is_asset = true,
+    .snapshot_in_payload = true,
     .channel = LANG_VIA_USER_EXPRESSIONS,
     .install = s_install,
     .call = s_call,

@@ -175,11 +175,10 @@ static const char *s_user_expr(json_object *content, const char **err)
     return json_object_get_string(plain);
 }
 
-/* Keeps a snapshot ({"vars": N, "rows": [...]} as JSON text) and returns
- * its var count (-1 when text is not one). */
-static long s_take_snapshot_text(runtime_t *self, const char *text)
+/* Keeps a snapshot ({"vars": N, "rows": [...]}; consumed) and returns its
+ * var count (-1 when it is not one). */
+static long s_take_snapshot_obj(runtime_t *self, json_object *snap)
 {
-    json_object *snap = text ? json_tokener_parse(text) : NULL;
     json_object *v = NULL;
     if (!snap || !json_object_object_get_ex(snap, "vars", &v) || !json_object_is_type(v, json_type_int)) {
         json_object_put(snap);
@@ -190,6 +189,29 @@ static long s_take_snapshot_text(runtime_t *self, const char *text)
     self->snapshot_exec = self->exec_count;
     self->vars = (long)json_object_get_int64(v);
     return self->vars;
+}
+
+/* The same, from JSON text. */
+static long s_take_snapshot_text(runtime_t *self, const char *text)
+{
+    return s_take_snapshot_obj(self, text ? json_tokener_parse(text) : NULL);
+}
+
+/* The snapshot the helper's post-run hook put in a reply's payload list
+ * ({"source": "rat_snapshot", "snapshot": {...}}). Returns its var count, or
+ * -1 when the reply carries none. */
+static long s_take_snapshot_payload(runtime_t *self, json_object *content)
+{
+    json_object *payload = NULL;
+    if (!json_object_object_get_ex(content, "payload", &payload) || !json_object_is_type(payload, json_type_array))
+        return -1;
+    for (size_t i = 0; i < json_object_array_length(payload); i++) {
+        json_object *p = json_object_array_get_idx(payload, i), *snap = NULL;
+        const char *src = wire_get_str(p, "source");
+        if (src && strcmp(src, "rat_snapshot") == 0 && json_object_object_get_ex(p, "snapshot", &snap))
+            return s_take_snapshot_obj(self, json_object_get(snap));
+    }
+    return -1;
 }
 
 /* Keeps the snapshot carried by a reply's user_expressions (if any). */
@@ -604,9 +626,11 @@ static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         self->exec_count = ex->number;
     }
     ex->got_reply = true;
+    bool have_snapshot = self->lang && self->lang->snapshot_in_payload && s_take_snapshot_payload(self, c) >= 0;
     if (status && strcmp(status, "ok") == 0) {
         ex->outcome = RUNTIME_OK;
-        s_take_snapshot(self, c);
+        if (!have_snapshot)
+            s_take_snapshot(self, c);
         ex->vars = self->vars;
     } else if (status && strcmp(status, "aborted") == 0) {
         ex->outcome = RUNTIME_ABORTED;
@@ -626,7 +650,8 @@ static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
      * only with a run that succeeded; otherwise (or for kernels without
      * user_expressions) ask with a separate request, and finish the run
      * when its answer is in (or after SNAPSHOT_TIMEOUT_MS). */
-    bool ask = self->lang && (ex->outcome == RUNTIME_ERROR || self->lang->channel == LANG_VIA_STDOUT);
+    bool ask = self->lang && !have_snapshot &&
+               (ex->outcome == RUNTIME_ERROR || self->lang->channel == LANG_VIA_STDOUT);
     s_req_t *r = NULL;
     char id[WIRE_ID_LEN + 1];
     if (ask && self->lang->channel == LANG_VIA_STDOUT)
@@ -818,7 +843,7 @@ static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
     buf_puts(&b, "{\"code\":");
     buf_put_json_str(&b, ex->code, strlen(ex->code));
     buf_puts(&b, ",\"silent\":false,\"store_history\":true,\"user_expressions\":{");
-    if (self->lang && self->lang->channel == LANG_VIA_USER_EXPRESSIONS) {
+    if (self->lang && self->lang->channel == LANG_VIA_USER_EXPRESSIONS && !self->lang->snapshot_in_payload) {
         buf_t snap;
         buf_init(&snap, 0);
         self->lang->call(&snap, "snap", NULL);

@@ -1,10 +1,12 @@
 # rat-py's helper inside an IPython kernel.
 #
 # rat-py installs this source as the module `_rat` in sys.modules (never in
-# the user's namespace) right after the kernel is ready, and calls it through
-# execute_request user_expressions, e.g. `__import__('_rat').snap()`.
-# user_expressions return the text/plain repr of the value, so every entry
-# point returns a _J, whose repr is JSON text.
+# the user's namespace) right after the kernel is ready. After every
+# execution a post_run_cell hook puts the variables snapshot into the
+# execute_reply's payload; on demand rat-py calls entry points through
+# execute_request user_expressions, e.g. `__import__('_rat').inspect(...)`.
+# user_expressions return the text/plain repr of the value, so those entry
+# points return a _J, whose repr is JSON text.
 #
 # Everything here is bounded, whatever the user's objects do: containers are
 # never repr'd whole (reprlib-style limits, no recursion past a few levels),
@@ -213,9 +215,16 @@ def _summary(x):
     return None
 
 
+_reprs = {}
+_SCALARS = (int, float, bool, complex, str, bytes, type(None))
+
+
 def _value(x, width):
+    r = _reprs.get(width)
+    if r is None:
+        r = _reprs[width] = _Repr(width)
     try:
-        return _cut(_Repr(width).repr(x), width)
+        return _cut(r.repr(x), width)
     except _Timeout:
         raise
     except Exception as e:
@@ -279,14 +288,19 @@ def _row(k, v):
     return [k, t, val]
 
 
-def snap():
-    """State after an execution: the variable count and the overview rows."""
+def _snapshot():
+    """The variable count and the overview rows, as a dict."""
     ip = _shell()
     names = _user_names(ip)
     out = {"vars": len(names), "rows": []}
     import heapq
     ns = ip.user_ns
     todo = heapq.nsmallest(OVERVIEW_ROWS, names)
+    # Plain scalars and strings have bounded, fast reprs (reprlib slices long
+    # strings first): no need to arm the alarm (four system calls) for them.
+    if all(type(ns.get(k)) in _SCALARS for k in todo):
+        out["rows"] = [_row(k, ns.get(k)) for k in todo]
+        return out
     i = 0
     budget = SNAP_TIME
     while i < len(todo):
@@ -305,7 +319,40 @@ def snap():
             out["rows"].append([k, _type_name(v), "<%s object; slow repr>" % _type_name(v)])
             i += 1
             budget = 0.05
-    return _J(out)
+    return out
+
+
+def snap():
+    """The snapshot for user_expressions callers (rat-py's silent requests)."""
+    return _J(_snapshot())
+
+
+def _post_run_cell(result):
+    """After every (non-silent) execution: the snapshot rides back to rat-py
+    in the execute_reply's payload list. That costs the snapshot alone,
+    where a user_expression would also go through IPython's whole display
+    formatter (several times the cost), and it comes back after errors too."""
+    try:
+        snapshot = _snapshot()
+    except Exception:
+        return
+    _shell().payload_manager.write_payload({"source": "rat_snapshot", "snapshot": snapshot}, single=True)
+
+
+_post_run_cell._rat_hook = True
+
+
+def _register():
+    """Hooks post_run_cell once, replacing the hook of an earlier install
+    (a kernel that rat-py attached to before)."""
+    ip = _shell()
+    if ip is None:
+        return
+    callbacks = ip.events.callbacks.get("post_run_cell", [])
+    for cb in list(callbacks):
+        if getattr(cb, "_rat_hook", False):
+            callbacks.remove(cb)
+    ip.events.register("post_run_cell", _post_run_cell)
 
 
 # ---------------------------------------------------------------- inspect
@@ -562,3 +609,6 @@ def inspect(segs_json):
     except _Timeout:
         return _J({"ok": False, "error": "%s: inspecting took longer than %gs (a slow __repr__ or property?)"
                    % (_path_text(segs), INSPECT_TIME)})
+
+
+_register()
