@@ -10,7 +10,7 @@
 #include "install.h"
 #include "kernelspec.h"
 #include "log.h"
-#include "server.h"
+#include "rat/rat.h"
 
 static int s_list_kernels(void)
 {
@@ -82,7 +82,32 @@ int main(int argc, char **argv)
         }
         cfg.kernel = family_kernel_name;
     }
-    int status = server_run(&cfg);
+    /* The server itself is the library's (include/rat/rat.h). */
+    rat_options_t o;
+    rat_options_init(&o);
+    o.cwd = cfg.cwd;
+    o.kernel = cfg.kernel;
+    o.python = cfg.python;
+    o.venv = cfg.venv;
+    o.existing = cfg.existing;
+    o.allow_restart = cfg.allow_restart;
+    o.assets_dir = cfg.assets_dir;
+    o.assets_max_mb = cfg.assets_max_mb;
+    o.boot_timeout_s = cfg.boot_timeout_s;
+    o.log_level = cfg.log_level;
+    o.host = cfg.host;
+    o.port = cfg.port;
+    o.token = cfg.token;
+    o.allow_origins = cfg.allow_origins;
+    o.insecure_no_token = cfg.insecure_no_token;
+    char err[1024];
+    rat_server_t *srv = rat_server_new(&o, err, sizeof err);
     free(family_kernel_name);
+    if (!srv) {
+        fprintf(stderr, "rat-py: %s\n", err);
+        return 2;
+    }
+    int status = cfg.http ? rat_server_run_http(srv) : rat_server_run_stdio(srv);
+    rat_server_destroy(&srv);
     return status;
 }

@@ -1,0 +1,78 @@
+/* rat.h: embed rat-py — a live Jupyter kernel behind the Model Context
+ * Protocol — in your own program.
+ *
+ *   rat_options_t o;
+ *   rat_options_init(&o);
+ *   o.cwd = "/path/to/project";
+ *   char err[512];
+ *   rat_server_t *srv = rat_server_new(&o, err, sizeof err);
+ *   if (!srv) { fprintf(stderr, "%s\n", err); return 1; }
+ *   int status = rat_server_run_stdio(srv);     // or rat_server_run_http(srv)
+ *   rat_server_destroy(&srv);
+ *
+ * A run blocks until its transport ends (stdin EOF for stdio) or until
+ * SIGTERM, SIGINT or SIGHUP; the kernel it started is gone when it returns.
+ * While it runs, rat-py blocks SIGCHLD, SIGTERM, SIGINT and SIGHUP in the
+ * calling thread and reads them itself (the mask is restored afterwards):
+ * call it from the main thread, before starting other threads. In stdio
+ * mode standard output carries MCP messages and nothing else may write to
+ * it. Link with `pkg-config --libs rat`. */
+#ifndef RAT_RAT_H
+#define RAT_RAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define RAT_API __attribute__((visibility("default")))
+#else
+#define RAT_API
+#endif
+
+typedef struct rat_server rat_server_t;
+
+/* Everything is optional; rat_options_init sets the defaults. Strings are
+ * borrowed until rat_server_new returns (it copies them). */
+typedef struct {
+    const char *cwd;               /* kernel working directory (default: the current one) */
+    const char *kernel;            /* kernelspec name (default: python3) */
+    const char *python;            /* interpreter for the Python kernel */
+    const char *venv;              /* virtual environment for the Python kernel */
+    const char *existing;          /* attach to this connection file / name instead */
+    bool allow_restart;            /* let ctl restart act on an existing kernel */
+    const char *assets_dir;        /* default: <cwd>/.rat-assets */
+    long assets_max_mb;            /* 0: the default (512) */
+    int boot_timeout_s;            /* 0: the default (60) */
+    const char *log_level;         /* "debug", "info", "warn", "error", "off"; NULL: warn */
+    /* Streamable HTTP (rat_server_run_http) */
+    const char *host;              /* default 127.0.0.1 */
+    int port;                      /* -1: 8000; 0: any free port */
+    const char *token;             /* bearer token, or NULL */
+    const char *const *allow_origins; /* extra allowed Origins, NULL-terminated, or NULL */
+    bool insecure_no_token;        /* allow a non-loopback host without a token */
+} rat_options_t;
+
+/* The library's version, e.g. "0.1.0". */
+RAT_API const char *rat_version(void);
+RAT_API void rat_options_init(rat_options_t *opts);
+/* Checks and copies the options. Nothing starts yet. Returns NULL with a
+ * one-line reason in err when the options cannot work. */
+RAT_API rat_server_t *rat_server_new(const rat_options_t *opts, char *err, size_t errlen);
+/* Starts the kernel and serves MCP on stdin/stdout until EOF or a
+ * termination signal. Returns an exit status (0 on a clean end). */
+RAT_API int rat_server_run_stdio(rat_server_t *srv);
+/* The same over Streamable HTTP at http://HOST:PORT/mcp (the URL is printed
+ * on stderr), until a termination signal. */
+RAT_API int rat_server_run_http(rat_server_t *srv);
+/* Frees the server; *srv_p becomes NULL. NULL-safe. */
+RAT_API void rat_server_destroy(rat_server_t **srv_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
