@@ -192,7 +192,10 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "restart") == 0) {
         s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
         for (long i = 0; i < n; i++) {
-            struct timespec ts = {0, 500 * 1000000L}; /* let a spare kernel (if any) get ready */
+            /* Give a spare kernel (if any) time to boot again between restarts. */
+            const char *gap = getenv("MCPC_RESTART_GAP_MS");
+            long ms = gap ? atol(gap) : 3000;
+            struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
             double a = s_now_ms();
             s_check(s_call("ctl", "{\"op\":\"restart\"}"), "restart");

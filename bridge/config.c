@@ -34,6 +34,8 @@ void config_usage(FILE *out)
           "  --allow-restart      let ctl restart act on an --existing kernel\n"
           "  --assets-dir DIR     where full outputs are kept (default: <cwd>/.rat-assets)\n"
           "  --boot-timeout SEC   give up on a kernel not ready after SEC seconds (default: 60)\n"
+          "  --spare              keep a second, warm kernel so ctl restart (and reset --scope\n"
+          "                       all) swaps it in at once; costs a kernel's memory\n"
           "  --assets-max-mb N    keep at most N MB of saved outputs, oldest go first (default: 512)\n"
           "  --log-level LEVEL    stderr diagnostics: debug, info, warn (default), error, off\n"
           "\n"
@@ -98,6 +100,10 @@ int config_parse(config_t *cfg, int argc, char **argv)
         }
         if (strcmp(a, "--allow-restart") == 0) {
             cfg->allow_restart = true;
+            continue;
+        }
+        if (strcmp(a, "--spare") == 0) {
+            cfg->spare = true;
             continue;
         }
         if (strcmp(a, "--http") == 0) {

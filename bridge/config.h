@@ -22,6 +22,7 @@ typedef struct {
     const char *venv;         /* --venv */
     const char *existing;     /* --existing */
     bool allow_restart;       /* --allow-restart */
+    bool spare;               /* --spare */
     const char *assets_dir;   /* --assets-dir */
     int boot_timeout_s;       /* --boot-timeout */
     const char *log_level;    /* --log-level */

@@ -90,6 +90,12 @@ static char **s_env(const kernel_opts_t *o)
     return env;
 }
 
+void kernel_set_events(kernel_t *self, const kernel_events_t *ev, void *ud)
+{
+    self->ev = *ev;
+    self->ud = ud;
+}
+
 kernel_state_t kernel_state(const kernel_t *self)
 {
     return self->state;

@@ -53,6 +53,9 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *opts, cons
  * only disconnected. */
 void kernel_destroy(kernel_t **self_p, int grace_ms);
 
+/* Hands the kernel's events to another owner (a warm spare becoming the
+ * session's kernel). */
+void kernel_set_events(kernel_t *self, const kernel_events_t *ev, void *ud);
 kernel_state_t kernel_state(const kernel_t *self);
 int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *content, json_object *parent,
                 char id_out[WIRE_ID_LEN + 1]);

@@ -91,6 +91,7 @@ int main(int argc, char **argv)
     o.venv = cfg.venv;
     o.existing = cfg.existing;
     o.allow_restart = cfg.allow_restart;
+    o.spare = cfg.spare;
     o.assets_dir = cfg.assets_dir;
     o.assets_max_mb = cfg.assets_max_mb;
     o.boot_timeout_s = cfg.boot_timeout_s;

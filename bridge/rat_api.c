@@ -64,6 +64,7 @@ rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
     c->venv = s_keep(s, o->venv);
     c->existing = s_keep(s, o->existing);
     c->allow_restart = o->allow_restart;
+    c->spare = o->spare;
     c->assets_dir = s_keep(s, o->assets_dir);
     c->assets_max_mb = o->assets_max_mb;
     c->boot_timeout_s = o->boot_timeout_s > 0 ? o->boot_timeout_s : 60;

@@ -20,6 +20,8 @@
 #define SNAPSHOT_TIMEOUT_MS 2000   /* wait this long for the post-error var count */
 #define DEATH_WINDOW_MS 60000      /* automatic restarts stop after ... */
 #define DEATH_LIMIT 5              /* ... this many deaths within the window */
+#define SPARE_DELAY_MS 1000        /* let the session's kernel settle before booting a spare */
+#define SPARE_RETRIES 3            /* spares that die while starting before we stop trying */
 #define MAX_DETACHED 8             /* finished runs kept for ctl wait */
 /* input_request comes on stdin, output on iopub: two sockets, no order
  * between them. ipykernel flushes stdout before asking, so output printed
@@ -128,10 +130,20 @@ struct runtime {
     unsigned ndeaths, restarts;
     char *last_death;              /* owned */
     uint64_t pump_timer;
+    /* --spare: a second kernel booted in the background and swapped in on
+     * restart (and reset all), then replaced. */
+    bool want_spare;
+    kernel_t *spare;               /* owned */
+    json_object *spare_info;       /* owned: its kernel_info_reply content */
+    bool spare_ready;
+    unsigned spare_failures;
+    uint64_t spare_timer;
+    bool helper_preinstalled;      /* s_on_ready must not install the helper again */
 };
 
 static void s_pump(runtime_t *self);
 static void s_start_kernel(runtime_t *self);
+static void s_spare_schedule(runtime_t *self);
 static void s_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_fn *done, void *ud);
 
 /* ------------------------------------------------------------ small helpers */
@@ -976,7 +988,7 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
     self->snapshot = NULL;
     self->rev++;
     self->vars = self->lang ? 0 : -1;
-    if (self->lang && self->lang->install) {
+    if (self->lang && self->lang->install && !self->helper_preinstalled) {
         /* Shell requests run in order, so the helper is in place before the
          * first user execution even though we do not wait for this reply. */
         buf_t b;
@@ -987,6 +999,8 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
             s_req_add(self, REQ_INSTALL, id);
         buf_free(&b);
     }
+    self->helper_preinstalled = false;
+    s_spare_schedule(self);
     if (self->restart_done) {
         runtime_done_fn *done = self->restart_done;
         self->restart_done = NULL;
@@ -1153,6 +1167,130 @@ static void s_start_kernel(runtime_t *self)
     }
 }
 
+/* ------------------------------------------------------------ the warm spare */
+
+static void s_spare_drop(runtime_t *self)
+{
+    kernel_destroy(&self->spare, 0);
+    json_object_put(self->spare_info);
+    self->spare_info = NULL;
+    self->spare_ready = false;
+}
+
+/* The spare is ready: install the helper now, so swapping it in costs
+ * nothing but the swap. Its replies are not awaited (it is nobody's yet). */
+static void s_spare_ready(void *ud, kernel_t *k, json_object *info)
+{
+    runtime_t *self = ud;
+    json_object *li = NULL, *name = NULL;
+    const char *language = info && json_object_object_get_ex(info, "language_info", &li) &&
+                                   json_object_object_get_ex(li, "name", &name)
+                               ? json_object_get_string(name)
+                               : NULL;
+    const lang_t *lang = lang_find(language);
+    if (lang && lang->install) {
+        buf_t b;
+        buf_init(&b, 0);
+        lang->install(&b);
+        buf_t c;
+        buf_init(&c, 0);
+        buf_puts(&c, "{\"code\":");
+        buf_put_json_str(&c, b.data, b.len);
+        buf_puts(&c, ",\"silent\":true,\"store_history\":false,\"user_expressions\":{},\"allow_stdin\":false,"
+                     "\"stop_on_error\":false}");
+        kernel_send(k, KCHAN_SHELL, "execute_request", c.data, NULL, NULL);
+        buf_free(&c);
+        buf_free(&b);
+    }
+    json_object_put(self->spare_info);
+    self->spare_info = json_object_get(info);
+    self->spare_ready = true;
+    self->spare_failures = 0;
+    log_info("spare kernel ready");
+}
+
+static void s_spare_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
+{
+    /* Nothing runs on the spare until it is swapped in. */
+}
+
+static void s_spare_dead(void *ud, kernel_t *k, const char *why)
+{
+    runtime_t *self = ud;
+    log_warn("spare kernel: %s", why);
+    s_spare_drop(self);
+    self->spare_failures++;
+    s_spare_schedule(self);
+}
+
+static const kernel_events_t s_spare_events = {
+    .on_ready = s_spare_ready,
+    .on_msg = s_spare_msg,
+    .on_dead = s_spare_dead,
+};
+
+static void s_spare_start(loop_t *loop, void *ud)
+{
+    runtime_t *self = ud;
+    self->spare_timer = 0;
+    if (self->spare || self->existing)
+        return;
+    kernel_opts_t ko = {
+        .spec = self->spec,
+        .argv = self->argv,
+        .cwd = self->cwd,
+        .env_extra = self->env_extra,
+        .runtime_dir = self->runtime_dir,
+        .boot_timeout_ms = self->boot_timeout_ms,
+    };
+    char err[1024];
+    self->spare = kernel_start(self->loop, self->zctx, &ko, &s_spare_events, self, err, sizeof err);
+    if (!self->spare) {
+        log_warn("spare kernel: %s", err);
+        self->spare_failures++;
+    }
+}
+
+/* Boots a spare in the background when --spare asks for one and there is
+ * none, a little after the session's kernel is ready (so the two do not
+ * compete while the first one boots). */
+static void s_spare_schedule(runtime_t *self)
+{
+    if (!self->want_spare || self->existing || self->spare || self->spare_timer ||
+        self->spare_failures >= SPARE_RETRIES)
+        return;
+    self->spare_timer = loop_timer(self->loop, SPARE_DELAY_MS * (1 + self->spare_failures), s_spare_start, self);
+}
+
+/* Swaps the ready spare in as the session's kernel. done is called as for a
+ * restart. Returns false (and changes nothing) when there is no ready spare. */
+static bool s_spare_swap(runtime_t *self, runtime_done_fn *done, void *ud)
+{
+    if (!self->spare || !self->spare_ready || kernel_state(self->spare) != KERNEL_READY)
+        return false;
+    self->rev++;
+    self->ndeaths = 0;
+    kernel_destroy(&self->kernel, 0);
+    self->lang = NULL;
+    if (self->current)
+        s_finish(self, self->current, RUNTIME_FAILED, "interrupted: the kernel was restarted");
+    s_fail_queued(self, "not run: the kernel was restarted");
+    s_drop_reqs(self, "the kernel was restarted");
+    self->kernel = self->spare;
+    self->spare = NULL;
+    json_object *info = self->spare_info;
+    self->spare_info = NULL;
+    self->spare_ready = false;
+    kernel_set_events(self->kernel, &s_events, self);
+    self->restart_done = done;
+    self->restart_ud = ud;
+    self->helper_preinstalled = true;
+    self->kstate = ST_STARTING;
+    s_on_ready(self, self->kernel, info); /* becomes ready now; schedules the next spare */
+    json_object_put(info);
+    return true;
+}
+
 /* ------------------------------------------------------------ public API */
 
 runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *err, size_t errlen)
@@ -1172,6 +1310,7 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
     self->env_extra = strv_dup(o->env_extra);
     self->boot_timeout_ms = o->boot_timeout_ms;
     self->allow_restart = o->allow_restart;
+    self->want_spare = o->spare;
     self->vars = -1;
     self->next_id = 1;
     if (!self->existing && !self->argv) {
@@ -1195,6 +1334,8 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
         return;
     runtime_t *self = *self_p;
     loop_timer_cancel(self->loop, self->pump_timer);
+    loop_timer_cancel(self->loop, self->spare_timer);
+    s_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
     s_flush_pending(self, "rat-py is shutting down");
     while (self->execs) {
@@ -1225,6 +1366,8 @@ void runtime_on_sigchld(runtime_t *self)
 {
     if (self->kernel)
         kernel_check_exit(self->kernel);
+    if (self->spare)
+        kernel_check_exit(self->spare);
 }
 
 runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_input)
@@ -1306,6 +1449,8 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
         done(ud, false, "a restart is already in progress");
         return;
     }
+    if (s_spare_swap(self, done, ud))
+        return;
     self->rev++;
     self->restart_done = done;
     self->restart_ud = ud;
@@ -1349,6 +1494,10 @@ static void s_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_f
         done(ud, false, text);
         return;
     }
+    /* Everything cleared is what a fresh kernel is: with a warm spare that
+     * is the quickest reset there is. */
+    if (all && s_spare_swap(self, done, ud))
+        return;
     if (self->kstate == ST_READY && !self->lang) {
         done(ud, false, "reset is not available for this kernel's language; ctl restart gives a fresh one");
         return;
@@ -1415,6 +1564,8 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     if (self->current && (!self->implementation || strcmp(self->implementation, "ipython") != 0))
         out->heartbeat_ok = true;
     out->attached = self->existing != NULL;
+    out->spare = !self->want_spare ? NULL : self->spare_ready ? "ready" : self->spare ? "starting" : "none";
+    out->spare_pid = self->spare ? kernel_pid(self->spare) : 0;
     out->boot_ms = self->kernel ? kernel_boot_ms(self->kernel) : 0;
     if (self->kernel)
         kernel_stats(self->kernel, &out->wire);

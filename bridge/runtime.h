@@ -36,6 +36,7 @@ typedef struct {
     char *const *env_extra;    /* extra "KEY=VALUE" for the kernel */
     int boot_timeout_ms;
     bool allow_restart;        /* for attached kernels */
+    bool spare;                /* keep a warm spare kernel for restart / reset all */
 } runtime_opts_t;
 
 typedef enum {
@@ -84,6 +85,8 @@ typedef struct {
     const char *last_death;    /* why the previous kernel died, or NULL */
     unsigned restarts;         /* automatic restarts so far */
     bool heartbeat_ok, attached;
+    const char *spare;         /* "ready", "starting", "none", or NULL without --spare */
+    pid_t spare_pid;
     int64_t boot_ms;
     kconn_stats_t wire;
 } runtime_status_t;

@@ -210,6 +210,7 @@ int server_run(const config_t *cfg)
         .assets_dir = assets,
         .boot_timeout_ms = cfg->boot_timeout_s * 1000,
         .allow_restart = cfg->allow_restart,
+        .spare = cfg->spare,
     };
     status = s_choose_kernel(cfg, cwd, &ro, &it, &argv, &existing);
     if (status)

@@ -156,6 +156,11 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
     if (!st.heartbeat_ok && st.state && strcmp(st.state, "dead") != 0)
         buf_puts(b, "\nheartbeat: no reply for 3 s — the kernel process is unresponsive "
                     "(stopped, or blocked outside Python); ctl cancel or ctl restart");
+    if (st.spare) {
+        buf_printf(b, "\nspare kernel: %s", st.spare);
+        if (st.spare_pid)
+            buf_printf(b, ", pid %ld", (long)st.spare_pid);
+    }
     if (st.restarts)
         buf_printf(b, "\nautomatic restarts: %u", st.restarts);
     if (st.last_death)

@@ -44,6 +44,7 @@ typedef struct {
     const char *venv;              /* virtual environment for the Python kernel */
     const char *existing;          /* attach to this connection file / name instead */
     bool allow_restart;            /* let ctl restart act on an existing kernel */
+    bool spare;                    /* keep a warm spare kernel for restart / reset all */
     const char *assets_dir;        /* default: <cwd>/.rat-assets */
     long assets_max_mb;            /* 0: the default (512) */
     int boot_timeout_s;            /* 0: the default (60) */
