@@ -15,8 +15,12 @@
 #include "log.h"
 #include "mem.h"
 
-#define NUDGE_INTERVAL_MS 1000  /* re-send kernel_info_request while booting */
-#define IOPUB_PROOF_MS 200      /* after a reply, wait this long for iopub traffic */
+#define NUDGE_INTERVAL_MS 1000 /* re-send kernel_info_request while booting */
+/* A reply without iopub traffic means our subscription had not reached the
+ * kernel's PUB socket yet (it travels after the ZMTP handshake): ask again
+ * soon, backing off from IOPUB_PROOF_MS to NUDGE_INTERVAL_MS. Waiting a
+ * fixed 200 ms here cost every third boot that much. */
+#define IOPUB_PROOF_MS 10
 #define HB_INTERVAL_MS 1000
 #define HB_TOLERANCE_MS 3000
 /* An attached kernel (no process of ours to waitpid) is declared dead when
@@ -42,6 +46,7 @@ struct kernel {
     bool interrupt_message;
     char info_id[WIRE_ID_LEN + 1];/* last kernel_info_request */
     bool got_reply, got_iopub, chans_up;
+    int proof_ms;                 /* next wait for iopub proof (backs off) */
     json_object *info;            /* kernel_info_reply content, owned */
     uint64_t nudge_timer, boot_timer, event_timer, trim_timer;
     int64_t started_ms, ready_ms;
@@ -189,7 +194,12 @@ static void s_nudge(loop_t *loop, void *ud)
     /* Either no reply yet (kernel still booting: ask again, slowly) or a reply
      * came without iopub traffic (the subscription was not there yet). */
     s_send_info(self);
-    self->nudge_timer = loop_timer(loop, self->got_reply ? IOPUB_PROOF_MS : NUDGE_INTERVAL_MS, s_nudge, self);
+    int wait = NUDGE_INTERVAL_MS;
+    if (self->got_reply) {
+        wait = self->proof_ms;
+        self->proof_ms = self->proof_ms * 2 > NUDGE_INTERVAL_MS ? NUDGE_INTERVAL_MS : self->proof_ms * 2;
+    }
+    self->nudge_timer = loop_timer(loop, wait, s_nudge, self);
 }
 
 static void s_become_ready(kernel_t *self)
@@ -224,7 +234,9 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
             self->info = json_object_get(m->content);
             free(self->session);
             self->session = xstrdup(session);
-            if (!self->got_iopub) {
+            if (!self->got_iopub && self->proof_ms == 0) {
+                /* First reply: switch from the slow boot nudge to the proof. */
+                self->proof_ms = IOPUB_PROOF_MS;
                 loop_timer_cancel(self->loop, self->nudge_timer);
                 self->nudge_timer = loop_timer(self->loop, IOPUB_PROOF_MS, s_nudge, self);
             }
@@ -379,6 +391,7 @@ void kernel_check_exit(kernel_t *self)
 static void s_connect(kernel_t *self)
 {
     self->got_reply = self->got_iopub = self->chans_up = false;
+    self->proof_ms = 0;
     s_send_info(self);
     loop_timer_cancel(self->loop, self->nudge_timer);
     self->nudge_timer = loop_timer(self->loop, NUDGE_INTERVAL_MS, s_nudge, self);

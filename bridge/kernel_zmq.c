@@ -284,11 +284,15 @@ static void *s_socket(void *zctx, int type, const connfile_t *ci, int which, con
         snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
         return NULL;
     }
-    int zero = 0, hwm = 10000, ivl = 10, ivl_max = 500;
+    int zero = 0, hwm = 10000, ivl = 10, ivl_max = 0;
     int64_t maxmsg = 256LL << 20;
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     /* The kernel binds while we are already connecting: retry every 10 ms
-     * (libzmq's default is 100 ms, which would add to every cold start). */
+     * (plus libzmq's jitter, up to another 10) and never back off. libzmq's
+     * default is 100 ms; a backoff (we had one up to 500 ms) made half of all
+     * cold starts wait up to that long after a kernel had bound its ports.
+     * A refused loopback connect costs microseconds, so retrying five sockets
+     * every 10 ms while a kernel is down is cheap. */
     zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
