@@ -177,9 +177,17 @@ static void s_put(output_t *self, const char *p, size_t n)
         s_start_spill(self);
     s_spill_write(self, buf_str(&self->cur), self->cur.len);
     s_spill_write(self, p, n);
-    size_t keep = utf8_floor(p, n, room);
-    buf_append(&self->cur, p, keep);
-    self->cur_cut = n - keep;
+    /* The cut point is found in the line as a whole, not in this chunk: a
+     * character may have begun in an earlier chunk (writes may split text
+     * anywhere), and then the kept prefix ends before it. A character is at
+     * most 4 bytes, so 3 bytes past the limit decide it. */
+    size_t old_len = self->cur.len;
+    size_t look = n < room + 3 ? n : room + 3;
+    buf_append(&self->cur, p, look);
+    size_t keep = utf8_floor(self->cur.data, self->cur.len, OUTPUT_LINE_MAX);
+    self->cur.len = keep;
+    self->cur.data[keep] = '\0';
+    self->cur_cut = old_len + n - keep;
     self->truncated = true;
 }
 
@@ -193,38 +201,73 @@ static void s_fold_cr(output_t *self)
     self->cur_cut = 0;
 }
 
+/* Advances the ANSI parser by one byte. Returns true when the byte belongs to
+ * the escape sequence (and is dropped), false when the sequence is malformed
+ * and ends before this byte, which is then ordinary text. Only ECMA-48 bytes
+ * continue a sequence, so a malformed one never swallows a newline or a part
+ * of a multi-byte character; OSC strings (titles, hyperlinks) run to BEL or
+ * ST, whatever they contain. */
+static bool s_esc_step(s_esc_t *st, unsigned char c)
+{
+    switch (*st) {
+    case ESC_START:
+        if (c == '[') {
+            *st = ESC_CSI;
+        } else if (c == ']') {
+            *st = ESC_OSC;
+        } else if (c >= 0x20 && c <= 0x2F) {
+            *st = ESC_INTER;
+        } else if (c >= 0x30 && c <= 0x7E) {
+            *st = ESC_NONE; /* a two-byte escape: ESC 7, ESC c, ESC M ... */
+        } else {
+            *st = ESC_NONE;
+            return false;
+        }
+        return true;
+    case ESC_CSI:
+        if (c >= 0x40 && c <= 0x7E)
+            *st = ESC_NONE; /* final byte */
+        else if (c < 0x20 || c > 0x3F) {
+            *st = ESC_NONE;
+            return false;
+        }
+        return true;
+    case ESC_INTER:
+        if (c >= 0x30 && c <= 0x7E)
+            *st = ESC_NONE;
+        else if (c < 0x20 || c > 0x2F) {
+            *st = ESC_NONE;
+            return false;
+        }
+        return true;
+    case ESC_OSC:
+        if (c == 0x07)
+            *st = ESC_NONE;
+        else if (c == 0x1B)
+            *st = ESC_OSC_ESC;
+        return true;
+    case ESC_OSC_ESC:
+        *st = c == '\\' ? ESC_NONE : ESC_OSC;
+        return true;
+    case ESC_NONE:
+        break;
+    }
+    return false;
+}
+
 void output_write(output_t *self, const char *text, size_t len, buf_t *clean)
 {
     size_t run = 0; /* start of a run of plain bytes */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (self->esc != ESC_NONE) {
-            switch (self->esc) {
-            case ESC_START:
-                self->esc = c == '[' ? ESC_CSI : c == ']' ? ESC_OSC : (c >= 0x20 && c <= 0x2F) ? ESC_INTER : ESC_NONE;
-                break;
-            case ESC_CSI:
-                if (c >= 0x40 && c <= 0x7E)
-                    self->esc = ESC_NONE;
-                break;
-            case ESC_OSC:
-                if (c == 0x07)
-                    self->esc = ESC_NONE;
-                else if (c == 0x1B)
-                    self->esc = ESC_OSC_ESC;
-                break;
-            case ESC_OSC_ESC:
-                self->esc = c == '\\' ? ESC_NONE : ESC_OSC;
-                break;
-            case ESC_INTER:
-                if (c >= 0x30 && c <= 0x7E)
-                    self->esc = ESC_NONE;
-                break;
-            case ESC_NONE:
-                break;
+            if (s_esc_step(&self->esc, c)) {
+                run = i + 1;
+                continue;
             }
-            run = i + 1;
-            continue;
+            /* Not part of an escape sequence after all: the ESC is dropped
+             * and this byte is text (it may start a UTF-8 character). */
+            run = i;
         }
         bool special = c == 0x1B || c == '\r' || c == '\n' || (c < 0x20 && c != '\t') || c == 0x7F;
         if (!special && !self->pending_cr)
