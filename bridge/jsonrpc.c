@@ -3,7 +3,9 @@
 
 #include <string.h>
 
+#include "buf.h"
 #include "mem.h"
+#include "utf8.h"
 
 static void s_invalid(jsonrpc_msg_t *out, int code, const char *msg)
 {
@@ -77,6 +79,7 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
             return;
         }
         out->method = json_object_get_string(method);
+        out->method_len = (size_t)json_object_get_string_len(method);
         json_object *params = NULL;
         if (json_object_object_get_ex(root, "params", &params) && params &&
             !json_object_is_type(params, json_type_object) &&
@@ -108,7 +111,18 @@ void jsonrpc_msg_free(jsonrpc_msg_t *m)
 
 char *jsonrpc_to_string(json_object *obj)
 {
-    return xstrdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    size_t n = strlen(s);
+    if (utf8_valid_prefix(s, n) == n)
+        return xstrdup(s);
+    /* json-c writes string bytes as they are. A JSON text must be UTF-8, so
+     * text that is not (a message cut inside a character, bytes from a
+     * kernel) gets U+FFFD; only string contents can hold such bytes, so the
+     * structure is untouched. */
+    buf_t b;
+    buf_init(&b, 0);
+    buf_append_utf8(&b, s, n);
+    return buf_take(&b);
 }
 
 static json_object *s_envelope(json_object *id, int with_id)

@@ -8,6 +8,7 @@
 #include "mcp.h"
 #include "mem.h"
 #include "schema.h"
+#include "utf8.h"
 
 typedef struct {
     char *msgs[64];
@@ -159,6 +160,31 @@ static void test_session_lifecycle(void)
     CHECK_EQ_INT(sink.n, 0);
     mcp_session_log(s, MCP_LOG_ERROR, "x", "shown");
     CHECK_EQ_INT(sink.n, 1);
+    s_sink_clear(&sink);
+
+    /* A NUL inside a name names nothing of ours (as a C string "ping\0x"
+     * would equal "ping"), and handlers never get strings cut at a NUL. */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\\u0000x\"}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\\u0000\",\"arguments\":{\"a\":\"x\"}}}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\\u0000y\"}}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "must not contain NUL characters") != NULL);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"isError\":true") != NULL);
+    CHECK_EQ_INT(s_tool_calls, 1);
+    s_sink_clear(&sink);
+    /* Every message is valid UTF-8, even when a name is cut inside a
+     * character ("Unknown tool: %.100s"): the cut becomes U+FFFD. */
+    char line[400], name[128];
+    memset(name, 'x', 99);
+    strcpy(name + 99, "\xc3\xa9"); /* byte 100 of the name is inside this character */
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}", name);
+    s_feed(s, line);
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    CHECK(sink.n == 1 && utf8_valid_prefix(sink.msgs[0], strlen(sink.msgs[0])) == strlen(sink.msgs[0]));
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "xx\xef\xbf\xbd\"") != NULL);
     s_sink_clear(&sink);
 
     s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
