@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sodium.h>
 
 #include "fileio.h"
@@ -36,6 +37,7 @@ struct output {
     bool truncated;                         /* some line fell out of head/tail or was cut */
     FILE *spill;                            /* full cleaned output, once something is cut */
     char *spill_path;                       /* owned */
+    char *spill_error;                      /* owned: why the full output could not be kept */
     long spill_bytes;
     bool spill_capped;
 };
@@ -73,9 +75,29 @@ void output_destroy(output_t **self_p)
     s_close_spill(self);
     buf_free(&self->cur);
     free(self->spill_path);
+    free(self->spill_error);
     free(self->spill_dir);
     free(self);
     *self_p = NULL;
+}
+
+/* The full output cannot be kept (no dir, disk full, ...): remember why for
+ * the rendered text and drop the partial file, which would otherwise look
+ * complete. Called with errno's value; only the first reason is kept. */
+static void s_spill_fail(output_t *self, const char *what, int err)
+{
+    if (!self->spill_error) {
+        self->spill_error = xasprintf("%s: %s", what, strerror(err));
+        log_warn("full output not saved: %s", self->spill_error);
+    }
+    if (self->spill) {
+        fclose(self->spill);
+        self->spill = NULL;
+    }
+    if (self->spill_path) {
+        unlink(self->spill_path);
+        FREE_AND_NULL(self->spill_path);
+    }
 }
 
 static void s_spill_write(output_t *self, const char *p, size_t n)
@@ -85,10 +107,16 @@ static void s_spill_write(output_t *self, const char *p, size_t n)
     if (self->spill_bytes + (long)n > OUTPUT_SPILL_MAX) {
         fputs("\n[rat-py: output file capped here]\n", self->spill);
         self->spill_capped = true;
-        fflush(self->spill);
+        if (fflush(self->spill) != 0)
+            s_spill_fail(self, self->spill_path, errno);
         return;
     }
-    fwrite(p, 1, n, self->spill);
+    /* stdio reports a failed flush of its buffer (ENOSPC, EIO) as a short
+     * write here, or at the latest at the flush in output_render. */
+    if (fwrite(p, 1, n, self->spill) != n) {
+        s_spill_fail(self, self->spill_path, errno);
+        return;
+    }
     self->spill_bytes += (long)n;
 }
 
@@ -102,12 +130,13 @@ static void s_spill_line(output_t *self, const s_line_t *l)
  * first time something is about to be lost from memory. */
 static void s_start_spill(output_t *self)
 {
-    if (self->spill || self->spill_path || !self->spill_dir)
+    if (self->spill || self->spill_path || self->spill_error || !self->spill_dir)
         return;
     if (jpaths_ensure_dir(self->spill_dir) < 0) {
-        log_warn("cannot create %s: %s; full output is not kept", self->spill_dir, strerror(errno));
-        free(self->spill_dir);
-        self->spill_dir = NULL;
+        int e = errno;
+        char *what = xasprintf("cannot create %s", self->spill_dir);
+        s_spill_fail(self, what, e);
+        free(what);
         return;
     }
     unsigned char r[8];
@@ -117,8 +146,11 @@ static void s_start_spill(output_t *self)
     self->spill_path = xasprintf("%s/output-%s.txt", self->spill_dir, hex);
     self->spill = fopen(self->spill_path, "we");
     if (!self->spill) {
-        log_warn("cannot write %s: %s; full output is not kept", self->spill_path, strerror(errno));
-        FREE_AND_NULL(self->spill_path);
+        int e = errno;
+        char *what = xasprintf("cannot write %s", self->spill_path);
+        FREE_AND_NULL(self->spill_path); /* nothing to remove */
+        s_spill_fail(self, what, e);
+        free(what);
         return;
     }
     for (size_t i = 0; i < self->nhead; i++)
@@ -328,6 +360,7 @@ void output_clear(output_t *self)
     s_free_lines(self);
     s_close_spill(self);
     FREE_AND_NULL(self->spill_path);
+    FREE_AND_NULL(self->spill_error);
     buf_reset(&self->cur);
     self->cur_cut = 0;
     self->lines = 0;
@@ -390,11 +423,12 @@ void output_render(output_t *self, buf_t *dst)
             buf_putc(dst, '\n');
         s_render_line(dst, buf_str(&self->cur), self->cur.len, self->cur_cut);
     }
-    if (self->spill_path) {
-        if (self->spill)
-            fflush(self->spill);
+    if (self->spill && fflush(self->spill) != 0)
+        s_spill_fail(self, self->spill_path, errno);
+    if (self->spill_path)
         buf_printf(dst, "\n[full output: %s]", self->spill_path);
-    }
+    else if (self->spill_error)
+        buf_printf(dst, "\n[full output not saved: %s]", self->spill_error);
 }
 
 void output_clean_text(const char *text, size_t len, buf_t *dst)

@@ -224,6 +224,38 @@ static void test_line_cut_with_character_split_across_writes(void)
     buf_free(&in);
 }
 
+/* The full output cannot be written (here: its dir cannot be created): the
+ * render says so and why, instead of naming a file that does not exist. */
+static void test_spill_failure_is_reported(void)
+{
+    char dir[] = "/tmp/rat-test-output-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *file = xasprintf("%s/a-file", dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    char *spill = xasprintf("%s/assets", file);
+    output_t *o = output_new(spill);
+    for (int i = 0; i < 150; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "line %d\n", i);
+        output_write(o, line, (size_t)n, NULL);
+    }
+    CHECK(output_spill_path(o) == NULL);
+    char *r = s_render(o);
+    char *want = xasprintf("\nline 149\n[full output not saved: cannot create %s: Not a directory]", spill);
+    size_t rl = strlen(r), wl = strlen(want);
+    CHECK(rl >= wl && strcmp(r + rl - wl, want) == 0);
+    free(want);
+    free(r);
+    output_destroy(&o);
+    unlink(file);
+    rmdir(dir);
+    free(spill);
+    free(file);
+}
+
 static void test_block_starts_a_line(void)
 {
     output_t *o = output_new(NULL);
@@ -365,6 +397,7 @@ int main(void)
     RUN_CASE(test_long_line_cut_on_utf8_boundary);
     RUN_CASE(test_malformed_escapes_keep_text);
     RUN_CASE(test_line_cut_with_character_split_across_writes);
+    RUN_CASE(test_spill_failure_is_reported);
     RUN_CASE(test_block_starts_a_line);
     RUN_CASE(test_clear_and_reset);
     RUN_CASE(test_clean_text);
