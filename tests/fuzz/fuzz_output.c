@@ -23,13 +23,21 @@
 #include "output.h"
 #include "utf8.h"
 
+static char s_dir[64];
+
+static void s_remove_dir(void)
+{
+    rmdir(s_dir); /* the spill files are removed after each input */
+}
+
+/* A scratch dir for spill files, removed at exit. */
 static const char *s_spill_dir(void)
 {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/rat-fuzz-output-%ld", (long)getpid());
+    if (!s_dir[0]) {
+        snprintf(s_dir, sizeof s_dir, "/tmp/rat-fuzz-output-%ld", (long)getpid());
+        atexit(s_remove_dir);
     }
-    return dir;
+    return s_dir;
 }
 
 static void s_check_file(const char *path, bool want_utf8)
