@@ -1,6 +1,7 @@
 /* jsonrpc: JSON-RPC 2.0 classification and builders. */
 #include "jsonrpc.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "buf.h"
@@ -14,11 +15,24 @@ static void s_invalid(jsonrpc_msg_t *out, int code, const char *msg)
     out->err_msg = msg;
 }
 
+/* json-c clamps integers beyond 64 bits to INT64_MIN or UINT64_MAX, so an id
+ * parsed as one of those may not be the id the client sent, and the response
+ * would never match its request: both are refused as out of range. */
+static int s_id_in_range(json_object *id)
+{
+    if (!json_object_is_type(id, json_type_int))
+        return 1;
+    if (json_object_get_int64(id) == INT64_MIN)
+        return 0;
+    return json_object_get_uint64(id) != UINT64_MAX;
+}
+
 /* An id is usable when it is a string or an integer (JSON-RPC allows
  * fractional numbers but MCP does not). */
 static int s_id_ok(json_object *id)
 {
-    return id && (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int));
+    return id && (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int)) &&
+           s_id_in_range(id);
 }
 
 void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
@@ -37,6 +51,11 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
     }
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     json_tokener_free(tok);
+    if (!root && jerr == json_tokener_success) {
+        /* The text was the literal null: JSON, but not a request. */
+        s_invalid(out, JSONRPC_INVALID_REQUEST, "Invalid Request: expected a JSON object");
+        return;
+    }
     if (!root || jerr != json_tokener_success) {
         json_object_put(root);
         s_invalid(out, JSONRPC_PARSE_ERROR, "Parse error: not valid JSON");
@@ -70,7 +89,9 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
         return;
     }
     if (has_id && !s_id_ok(id)) {
-        s_invalid(out, JSONRPC_INVALID_REQUEST, "Invalid Request: \"id\" must be a string or an integer");
+        s_invalid(out, JSONRPC_INVALID_REQUEST, id && json_object_is_type(id, json_type_int)
+                                                    ? "Invalid Request: \"id\" is out of range (64 bits)"
+                                                    : "Invalid Request: \"id\" must be a string or an integer");
         return;
     }
     if (json_object_object_get_ex(root, "method", &method)) {

@@ -62,6 +62,10 @@ static void test_classify(void)
     jsonrpc_parse(n, strlen(n), &m);
     CHECK_EQ_INT(m.kind, JSONRPC_NOTIFICATION);
     jsonrpc_msg_free(&m);
+    const char *big = "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}";
+    jsonrpc_parse(big, strlen(big), &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
+    jsonrpc_msg_free(&m);
     const char *r = "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
     jsonrpc_parse(r, strlen(r), &m);
     CHECK_EQ_INT(m.kind, JSONRPC_RESPONSE);
@@ -75,6 +79,11 @@ static void test_classify(void)
         {"{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"x\"}", JSONRPC_INVALID_REQUEST},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":3}", JSONRPC_INVALID_REQUEST},
         {"{\"id\":1,\"method\":\"x\"}", JSONRPC_INVALID_REQUEST},
+        /* Found by the hostile-input test: JSON null is not a parse error,
+         * and ids json-c clamps to 64 bits would be echoed changed. */
+        {"null", JSONRPC_INVALID_REQUEST},
+        {"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
+        {"{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775809,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         jsonrpc_parse(bad[i].in, strlen(bad[i].in), &m);
