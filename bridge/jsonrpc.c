@@ -38,6 +38,14 @@ static int s_id_ok(json_object *id)
 void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
 {
     memset(out, 0, sizeof *out);
+    /* JSON text is UTF-8 (RFC 8259). json-c's own check lets overlong forms
+     * (C0 80 is a NUL in disguise), encoded surrogates and code points past
+     * U+10FFFF through, which the kernel side (Python) would refuse to
+     * decode, so the whole line is checked strictly first. */
+    if (utf8_valid_prefix(data, len) != len) {
+        s_invalid(out, JSONRPC_PARSE_ERROR, "Parse error: not valid UTF-8");
+        return;
+    }
     json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     json_object *root = NULL;

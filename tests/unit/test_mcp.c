@@ -74,6 +74,10 @@ static void test_classify(void)
         {"{", JSONRPC_PARSE_ERROR},
         {"{\"a\":1} x", JSONRPC_PARSE_ERROR},
         {"\"\xff\"", JSONRPC_PARSE_ERROR},
+        /* json-c's UTF-8 check accepts these; they are not UTF-8. */
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xc0\x80\"}}", JSONRPC_PARSE_ERROR},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xed\xa0\x80\"}}", JSONRPC_PARSE_ERROR},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xf4\x90\x80\x80\"}}", JSONRPC_PARSE_ERROR},
         {"[]", JSONRPC_INVALID_REQUEST},
         {"42", JSONRPC_INVALID_REQUEST},
         {"{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"x\"}", JSONRPC_INVALID_REQUEST},
