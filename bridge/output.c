@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,8 +145,14 @@ static void s_start_spill(output_t *self)
     randombytes_buf(r, sizeof r);
     sodium_bin2hex(hex, sizeof hex, r, sizeof r);
     self->spill_path = xasprintf("%s/output-%s.txt", self->spill_dir, hex);
-    self->spill = fopen(self->spill_path, "we");
+    /* 0600 like everything rat-py writes (output may hold secrets the code
+     * printed, and the assets dir may be shared); O_EXCL never follows a
+     * symlink someone planted under the name. */
+    int fd = open(self->spill_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    self->spill = fd < 0 ? NULL : fdopen(fd, "w");
     if (!self->spill) {
+        if (fd >= 0)
+            close(fd);
         int e = errno;
         char *what = xasprintf("cannot write %s", self->spill_path);
         FREE_AND_NULL(self->spill_path); /* nothing to remove */

@@ -126,6 +126,7 @@ test('a full assets dir (a 64 KiB tmpfs): the partial file is removed, the resul
     assert.ok(m, ok.text);
     const whole = Array.from({ length: 150 }, (_, i) => `line ${i}\n`).join('');
     assert.equal(statSync(m[1]).size, whole.length, 'the whole output, every line');
+    assert.equal(statSync(m[1]).mode & 0o777, 0o600, 'readable by its owner only');
   } finally {
     await h.close();
     try { execFileSync('umount', ['-l', assets], { stdio: 'pipe' }); } catch { /* already gone */ }
