@@ -35,8 +35,10 @@ static const char *s_excerpt(const char *s, size_t n, char out[EXCERPT_MAX + 4])
 {
     size_t keep = n <= EXCERPT_MAX ? n : utf8_floor(s, n, EXCERPT_MAX);
     memcpy(out, s, keep);
-    if (keep < n)
-        memcpy(out + keep, "…", 3), keep += 3;
+    if (keep < n) {
+        memcpy(out + keep, "…", 3);
+        keep += 3;
+    }
     out[keep] = '\0';
     return out;
 }
