@@ -151,9 +151,9 @@ static void s_start_spill(output_t *self)
     int fd = open(self->spill_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     self->spill = fd < 0 ? NULL : fdopen(fd, "w");
     if (!self->spill) {
+        int e = errno;
         if (fd >= 0)
             close(fd);
-        int e = errno;
         char *what = xasprintf("cannot write %s", self->spill_path);
         FREE_AND_NULL(self->spill_path); /* nothing to remove */
         s_spill_fail(self, what, e);
