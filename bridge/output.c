@@ -453,7 +453,7 @@ void output_clean_text(const char *text, size_t len, buf_t *dst)
         if (tmp.pending_cr) {
             tmp.pending_cr = false;
         }
-        buf_append(dst, buf_str(&tmp.cur), tmp.cur.len);
+        s_render_line(dst, buf_str(&tmp.cur), tmp.cur.len, tmp.cur_cut);
         if (i < len)
             buf_putc(dst, '\n');
         buf_reset(&tmp.cur);

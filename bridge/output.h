@@ -48,7 +48,8 @@ size_t output_line_count(const output_t *self);
 /* Path of the spill file, or NULL when nothing was cut. */
 const char *output_spill_path(const output_t *self);
 /* Stateless cleaner for short texts (tracebacks, inspect replies): removes
- * ANSI sequences and applies \r folding. Appends to dst. */
+ * ANSI sequences and applies \r folding; a line longer than OUTPUT_LINE_MAX
+ * is cut as output_render cuts it, with " … [N bytes cut]". Appends to dst. */
 void output_clean_text(const char *text, size_t len, buf_t *dst);
 
 #endif

@@ -288,6 +288,15 @@ static void test_clean_text(void)
     buf_init(&b, 0);
     output_clean_text("\x1b[0;31mNameError\x1b[0m: x\nsecond\r\n", 33, &b);
     CHECK_EQ_STR(buf_str(&b), "NameError: x\nsecond\n");
+    /* A long line is cut as in a run's result, and says so. */
+    buf_reset(&b);
+    char *line = xmalloc(OUTPUT_LINE_MAX + 501);
+    memset(line, 'y', OUTPUT_LINE_MAX + 500);
+    line[OUTPUT_LINE_MAX + 500] = '\n';
+    output_clean_text(line, OUTPUT_LINE_MAX + 501, &b);
+    CHECK_EQ_INT(b.len, OUTPUT_LINE_MAX + strlen(" … [500 bytes cut]") + 1);
+    CHECK(strstr(buf_str(&b), "y … [500 bytes cut]\n") != NULL);
+    free(line);
     buf_free(&b);
 }
 
