@@ -82,6 +82,23 @@ int buf_printf(buf_t *b, const char *fmt, ...)
     return 0;
 }
 
+int buf_append_utf8(buf_t *b, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t ok = utf8_valid_prefix(s + i, n - i);
+        if (buf_append(b, s + i, ok) < 0)
+            return -1;
+        i += ok;
+        if (i < n) {
+            if (buf_append(b, "\xEF\xBF\xBD", 3) < 0)
+                return -1;
+            i++;
+        }
+    }
+    return 0;
+}
+
 int buf_put_json_str(buf_t *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";

@@ -28,6 +28,9 @@ int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Appends s as a JSON string literal, quotes included. Invalid UTF-8 bytes are
  * replaced by U+FFFD so the result is always valid JSON. */
 int buf_put_json_str(buf_t *b, const char *s, size_t n);
+/* Appends s with every byte that is not part of a valid UTF-8 character
+ * replaced by U+FFFD, so the result is valid UTF-8 whatever s holds. */
+int buf_append_utf8(buf_t *b, const char *s, size_t n);
 /* Removes the first n bytes. */
 void buf_consume(buf_t *b, size_t n);
 /* Returns the data and leaves b empty. Caller owns the result (never NULL). */

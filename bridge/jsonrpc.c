@@ -1,9 +1,12 @@
 /* jsonrpc: JSON-RPC 2.0 classification and builders. */
 #include "jsonrpc.h"
 
+#include <stdint.h>
 #include <string.h>
 
+#include "buf.h"
 #include "mem.h"
+#include "utf8.h"
 
 static void s_invalid(jsonrpc_msg_t *out, int code, const char *msg)
 {
@@ -12,16 +15,37 @@ static void s_invalid(jsonrpc_msg_t *out, int code, const char *msg)
     out->err_msg = msg;
 }
 
+/* json-c clamps integers beyond 64 bits to INT64_MIN or UINT64_MAX, so an id
+ * parsed as one of those may not be the id the client sent, and the response
+ * would never match its request: both are refused as out of range. */
+static int s_id_in_range(json_object *id)
+{
+    if (!json_object_is_type(id, json_type_int))
+        return 1;
+    if (json_object_get_int64(id) == INT64_MIN)
+        return 0;
+    return json_object_get_uint64(id) != UINT64_MAX;
+}
+
 /* An id is usable when it is a string or an integer (JSON-RPC allows
  * fractional numbers but MCP does not). */
 static int s_id_ok(json_object *id)
 {
-    return id && (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int));
+    return id && (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int)) &&
+           s_id_in_range(id);
 }
 
 void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
 {
     memset(out, 0, sizeof *out);
+    /* JSON text is UTF-8 (RFC 8259). json-c's own check lets overlong forms
+     * (C0 80 is a NUL in disguise), encoded surrogates and code points past
+     * U+10FFFF through, which the kernel side (Python) would refuse to
+     * decode, so the whole line is checked strictly first. */
+    if (utf8_valid_prefix(data, len) != len) {
+        s_invalid(out, JSONRPC_PARSE_ERROR, "Parse error: not valid UTF-8");
+        return;
+    }
     json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     json_object *root = NULL;
@@ -35,6 +59,11 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
     }
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     json_tokener_free(tok);
+    if (!root && jerr == json_tokener_success) {
+        /* The text was the literal null: JSON, but not a request. */
+        s_invalid(out, JSONRPC_INVALID_REQUEST, "Invalid Request: expected a JSON object");
+        return;
+    }
     if (!root || jerr != json_tokener_success) {
         json_object_put(root);
         s_invalid(out, JSONRPC_PARSE_ERROR, "Parse error: not valid JSON");
@@ -68,7 +97,9 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
         return;
     }
     if (has_id && !s_id_ok(id)) {
-        s_invalid(out, JSONRPC_INVALID_REQUEST, "Invalid Request: \"id\" must be a string or an integer");
+        s_invalid(out, JSONRPC_INVALID_REQUEST, id && json_object_is_type(id, json_type_int)
+                                                    ? "Invalid Request: \"id\" is out of range (64 bits)"
+                                                    : "Invalid Request: \"id\" must be a string or an integer");
         return;
     }
     if (json_object_object_get_ex(root, "method", &method)) {
@@ -77,6 +108,7 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
             return;
         }
         out->method = json_object_get_string(method);
+        out->method_len = (size_t)json_object_get_string_len(method);
         json_object *params = NULL;
         if (json_object_object_get_ex(root, "params", &params) && params &&
             !json_object_is_type(params, json_type_object) &&
@@ -108,7 +140,18 @@ void jsonrpc_msg_free(jsonrpc_msg_t *m)
 
 char *jsonrpc_to_string(json_object *obj)
 {
-    return xstrdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    size_t n = strlen(s);
+    if (utf8_valid_prefix(s, n) == n)
+        return xstrdup(s);
+    /* json-c writes string bytes as they are. A JSON text must be UTF-8, so
+     * text that is not (a message cut inside a character, bytes from a
+     * kernel) gets U+FFFD; only string contents can hold such bytes, so the
+     * structure is untouched. */
+    buf_t b;
+    buf_init(&b, 0);
+    buf_append_utf8(&b, s, n);
+    return buf_take(&b);
 }
 
 static json_object *s_envelope(json_object *id, int with_id)

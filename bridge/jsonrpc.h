@@ -29,6 +29,7 @@ typedef struct {
     json_object *root;    /* owned; NULL after a parse error */
     json_object *id;      /* borrowed from root; NULL when absent or unusable */
     const char *method;   /* borrowed from root */
+    size_t method_len;    /* its length; above strlen(method) when it holds a NUL */
     json_object *params;  /* borrowed; NULL when absent */
     json_object *result;  /* borrowed (responses) */
     json_object *error;   /* borrowed (error responses) */
@@ -49,7 +50,9 @@ char *jsonrpc_error(json_object *id, int code, const char *message, json_object 
 char *jsonrpc_notification(const char *method, json_object *params);
 char *jsonrpc_request(json_object *id, const char *method, json_object *params);
 
-/* Serializes compactly (no newlines, no escaped slashes). Caller owns it. */
+/* Serializes compactly (no newlines, no escaped slashes) as valid UTF-8:
+ * invalid bytes in strings become U+FFFD. Every builder above goes through
+ * it, so every message rat-py sends is valid UTF-8. Caller owns it. */
 char *jsonrpc_to_string(json_object *obj);
 
 #endif

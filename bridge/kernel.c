@@ -552,7 +552,16 @@ int kernel_interrupt(kernel_t *self)
         return -1;
     if (self->interrupt_message || !self->proc)
         return kernel_send(self, KCHAN_CONTROL, "interrupt_request", NULL, NULL, NULL);
-    return kernel_proc_signal(self->proc, SIGINT);
+    if (kernel_proc_signal(self->proc, SIGINT) < 0)
+        return -1;
+    if (kernel_proc_is_stopped(self->proc)) {
+        /* Someone stopped the kernel (kill -STOP, a debugger that let go):
+         * SIGINT stays pending until it runs again, so cancel would wait
+         * out its 5 s and fail. Continue it: the interrupt lands first. */
+        log_info("kernel pid %ld is stopped; continuing it to take the interrupt", (long)kernel_pid(self));
+        kernel_proc_signal(self->proc, SIGCONT);
+    }
+    return 0;
 }
 
 int kernel_restart_attached(kernel_t *self)

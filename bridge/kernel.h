@@ -61,7 +61,9 @@ int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *co
                 char id_out[WIRE_ID_LEN + 1]);
 /* Interrupts the running code: SIGINT to the process group, or
  * interrupt_request on control when the spec says interrupt_mode=message or
- * the kernel is attached. Returns 0, or -1 when it cannot be interrupted. */
+ * the kernel is attached. An owned kernel that is stopped (SIGSTOP) is then
+ * continued, so it takes the interrupt instead of holding it pending. Returns
+ * 0, or -1 when it cannot be interrupted. */
 int kernel_interrupt(kernel_t *self);
 /* Restarts an attached kernel the only way a non-owner can: asks it to shut
  * down for a restart (shutdown_request, restart=true), which its owner

@@ -183,6 +183,26 @@ int kernel_proc_signal(kernel_proc_t *self, int sig)
     return 0;
 }
 
+bool kernel_proc_is_stopped(const kernel_proc_t *self)
+{
+    if (self->exited)
+        return false;
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)self->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    stat[n] = '\0';
+    /* "pid (comm) S ...": comm may hold spaces and parentheses, the state
+     * follows the last ')'. */
+    const char *p = strrchr(stat, ')');
+    return p && p[1] == ' ' && p[2] == 'T';
+}
+
 bool kernel_proc_reap(kernel_proc_t *self, int *status)
 {
     if (!self->exited) {

@@ -29,6 +29,9 @@ kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *opts, char *err, size
 pid_t kernel_proc_pid(const kernel_proc_t *self);
 /* Sends sig to the whole process group. */
 int kernel_proc_signal(kernel_proc_t *self, int sig);
+/* Whether the process is stopped (SIGSTOP, SIGTSTP; state T in
+ * /proc/PID/stat). A stopped process keeps signals pending, SIGKILL aside. */
+bool kernel_proc_is_stopped(const kernel_proc_t *self);
 /* Non-blocking reap. Returns true once the process has exited; *status gets
  * the wait status. */
 bool kernel_proc_reap(kernel_proc_t *self, int *status);

@@ -3,12 +3,45 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "mem.h"
+#include "utf8.h"
+
+#define EXCERPT_MAX 100 /* bytes of the path quoted in an error message */
+
+/* Formats an error message. Paths are quoted through s_excerpt, and the
+ * message is cut on a character boundary if err is too small anyway: it is
+ * shown to the client inside a JSON string, which must stay valid UTF-8. */
+static void s_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void s_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    err[utf8_trim_tail(err, strlen(err))] = '\0';
+}
+
+/* At most EXCERPT_MAX bytes of s[0..n), cut between characters, with "…"
+ * when something was left out. Returns out. */
+static const char *s_excerpt(const char *s, size_t n, char out[EXCERPT_MAX + 4])
+{
+    size_t keep = n <= EXCERPT_MAX ? n : utf8_floor(s, n, EXCERPT_MAX);
+    memcpy(out, s, keep);
+    if (keep < n) {
+        memcpy(out + keep, "…", 3);
+        keep += 3;
+    }
+    out[keep] = '\0';
+    return out;
+}
 
 /* Reads a quoted string starting at *p (the opening quote); appends its
  * unescaped value to out. Returns 0, or -1 if unterminated. */
@@ -45,7 +78,7 @@ static void s_segment(buf_t *j, const char *t, const char *v, size_t n, int is_i
 char *lookpath_parse(const char *path, char *err, size_t errlen)
 {
     if (!path) {
-        snprintf(err, errlen, "no path given");
+        s_fail(err, errlen, "no path given");
         return NULL;
     }
     size_t len = strlen(path);
@@ -56,14 +89,15 @@ char *lookpath_parse(const char *path, char *err, size_t errlen)
         len--;
     }
     if (len == 0) {
-        snprintf(err, errlen, "the path is empty; give a variable name such as `data` or `data.scores.0`");
+        s_fail(err, errlen, "the path is empty; give a variable name such as `data` or `data.scores.0`");
         return NULL;
     }
     if (len > LOOKPATH_MAX_LEN) {
-        snprintf(err, errlen, "the path is longer than %d characters", LOOKPATH_MAX_LEN);
+        s_fail(err, errlen, "the path is longer than %d characters", LOOKPATH_MAX_LEN);
         return NULL;
     }
     char *copy = xstrndup(path, len);
+    char ex[EXCERPT_MAX + 4], ex2[EXCERPT_MAX + 4]; /* quoted parts of error messages */
     const char *p = copy;
     buf_t j, tok;
     buf_init(&j, 0);
@@ -73,13 +107,13 @@ char *lookpath_parse(const char *path, char *err, size_t errlen)
     int first = 1;
     while (*p) {
         if (++nseg > LOOKPATH_MAX_SEGMENTS) {
-            snprintf(err, errlen, "the path has more than %d parts", LOOKPATH_MAX_SEGMENTS);
+            s_fail(err, errlen, "the path has more than %d parts", LOOKPATH_MAX_SEGMENTS);
             goto fail;
         }
         buf_reset(&tok);
         if (*p == '[') {
             if (first) {
-                snprintf(err, errlen, "the path must start with a name, e.g. data[0]");
+                s_fail(err, errlen, "the path must start with a name, e.g. data[0]");
                 goto fail;
             }
             p++;
@@ -87,7 +121,7 @@ char *lookpath_parse(const char *path, char *err, size_t errlen)
                 p++;
             if (*p == '\'' || *p == '"') {
                 if (s_quoted(&p, &tok) < 0) {
-                    snprintf(err, errlen, "unterminated quote in `%s`", copy);
+                    s_fail(err, errlen, "unterminated quote in `%s`", s_excerpt(copy, len, ex));
                     goto fail;
                 }
                 s_segment(&j, "key", tok.data ? tok.data : "", tok.len, 0, 0);
@@ -96,7 +130,8 @@ char *lookpath_parse(const char *path, char *err, size_t errlen)
                 errno = 0;
                 long long v = strtoll(p, &end, 10);
                 if (end == p || errno) {
-                    snprintf(err, errlen, "expected an integer or a quoted key inside [...] in `%s`", copy);
+                    s_fail(err, errlen, "expected an integer or a quoted key inside [...] in `%s`",
+                           s_excerpt(copy, len, ex));
                     goto fail;
                 }
                 p = end;
@@ -105,25 +140,26 @@ char *lookpath_parse(const char *path, char *err, size_t errlen)
             while (*p == ' ')
                 p++;
             if (*p != ']') {
-                snprintf(err, errlen, "missing ] in `%s`", copy);
+                s_fail(err, errlen, "missing ] in `%s`", s_excerpt(copy, len, ex));
                 goto fail;
             }
             p++;
         } else {
             if (!first) {
                 if (*p != '.') {
-                    snprintf(err, errlen, "expected . or [ after `%.*s` in `%s`", (int)(p - copy), copy, copy);
+                    s_fail(err, errlen, "expected . or [ after `%s` in `%s`", s_excerpt(copy, (size_t)(p - copy), ex2),
+                           s_excerpt(copy, len, ex));
                     goto fail;
                 }
                 p++;
             }
             if (*p == '\'' || *p == '"') {
                 if (first) {
-                    snprintf(err, errlen, "the path must start with a name, not a quoted key");
+                    s_fail(err, errlen, "the path must start with a name, not a quoted key");
                     goto fail;
                 }
                 if (s_quoted(&p, &tok) < 0) {
-                    snprintf(err, errlen, "unterminated quote in `%s`", copy);
+                    s_fail(err, errlen, "unterminated quote in `%s`", s_excerpt(copy, len, ex));
                     goto fail;
                 }
                 s_segment(&j, "key", tok.data ? tok.data : "", tok.len, 0, 0);
@@ -139,7 +175,7 @@ char *lookpath_parse(const char *path, char *err, size_t errlen)
                     n--;
                 }
                 if (n == 0) {
-                    snprintf(err, errlen, "empty part in `%s` (two dots in a row?)", copy);
+                    s_fail(err, errlen, "empty part in `%s` (two dots in a row?)", s_excerpt(copy, len, ex));
                     goto fail;
                 }
                 s_segment(&j, "name", s, n, 0, 0);

@@ -548,6 +548,13 @@ static mcp_call_t *s_find_call(mcp_session_t *self, json_object *id)
     return NULL;
 }
 
+/* A name with a NUL ("ping\u0000x") would compare equal to its prefix as a
+ * C string; it names no method, tool or notification of ours. */
+static bool s_has_nul(const char *s, size_t len)
+{
+    return strlen(s) != len;
+}
+
 static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
     json_object *name = NULL, *args = NULL;
@@ -556,7 +563,9 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.name (string) is required");
         return;
     }
-    mcp_tool_entry_t *tool = s_find_tool(self->server, json_object_get_string(name));
+    mcp_tool_entry_t *tool = s_has_nul(json_object_get_string(name), (size_t)json_object_get_string_len(name))
+                         ? NULL
+                         : s_find_tool(self->server, json_object_get_string(name));
     if (!tool) {
         char msg[256];
         snprintf(msg, sizeof msg, "Unknown tool: %.100s", json_object_get_string(name));
@@ -636,6 +645,10 @@ static bool s_known_method(mcp_session_t *self, const char *method)
 static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
     const char *method = m->method;
+    if (s_has_nul(method, m->method_len)) {
+        s_error(self, m->id, origin, JSONRPC_METHOD_NOT_FOUND, "Method not found: the name contains a NUL character");
+        return;
+    }
     if (strcmp(method, "initialize") == 0) {
         s_handle_initialize(self, m, origin);
         return;
@@ -711,7 +724,7 @@ void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void 
         s_handle_request(self, &m, origin);
         break;
     case JSONRPC_NOTIFICATION:
-        if (strcmp(m.method, "notifications/cancelled") == 0)
+        if (!s_has_nul(m.method, m.method_len) && strcmp(m.method, "notifications/cancelled") == 0)
             s_handle_cancelled(self, m.params);
         /* notifications/initialized and anything else: nothing to answer. */
         break;

@@ -3,9 +3,11 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sodium.h>
 
 #include "fileio.h"
@@ -80,6 +82,25 @@ void output_destroy(output_t **self_p)
     *self_p = NULL;
 }
 
+/* The full output cannot be kept (no dir, disk full, ...): remember why for
+ * the rendered text and drop the partial file, which would otherwise look
+ * complete. Called with errno's value; only the first reason is kept. */
+static void s_spill_fail(output_t *self, const char *what, int err)
+{
+    if (!self->spill_error) {
+        self->spill_error = xasprintf("%s: %s", what, strerror(err));
+        log_warn("full output not saved: %s", self->spill_error);
+    }
+    if (self->spill) {
+        fclose(self->spill);
+        self->spill = NULL;
+    }
+    if (self->spill_path) {
+        unlink(self->spill_path);
+        FREE_AND_NULL(self->spill_path);
+    }
+}
+
 static void s_spill_write(output_t *self, const char *p, size_t n)
 {
     if (!self->spill || self->spill_capped)
@@ -87,10 +108,16 @@ static void s_spill_write(output_t *self, const char *p, size_t n)
     if (self->spill_bytes + (long)n > OUTPUT_SPILL_MAX) {
         fputs("\n[rat-py: output file capped here]\n", self->spill);
         self->spill_capped = true;
-        fflush(self->spill);
+        if (fflush(self->spill) != 0)
+            s_spill_fail(self, self->spill_path, errno);
         return;
     }
-    fwrite(p, 1, n, self->spill);
+    /* stdio reports a failed flush of its buffer (ENOSPC, EIO) as a short
+     * write here, or at the latest at the flush in output_render. */
+    if (fwrite(p, 1, n, self->spill) != n) {
+        s_spill_fail(self, self->spill_path, errno);
+        return;
+    }
     self->spill_bytes += (long)n;
 }
 
@@ -104,14 +131,13 @@ static void s_spill_line(output_t *self, const s_line_t *l)
  * first time something is about to be lost from memory. */
 static void s_start_spill(output_t *self)
 {
-    if (self->spill || self->spill_path || !self->spill_dir)
+    if (self->spill || self->spill_path || self->spill_error || !self->spill_dir)
         return;
     if (jpaths_ensure_dir(self->spill_dir) < 0) {
-        free(self->spill_error);
-        self->spill_error = xasprintf("cannot create %s (%s)", self->spill_dir, strerror(errno));
-        log_warn("full output is not kept: %s", self->spill_error);
-        free(self->spill_dir);
-        self->spill_dir = NULL;
+        int e = errno;
+        char *what = xasprintf("cannot create %s", self->spill_dir);
+        s_spill_fail(self, what, e);
+        free(what);
         return;
     }
     unsigned char r[8];
@@ -119,12 +145,19 @@ static void s_start_spill(output_t *self)
     randombytes_buf(r, sizeof r);
     sodium_bin2hex(hex, sizeof hex, r, sizeof r);
     self->spill_path = xasprintf("%s/output-%s.txt", self->spill_dir, hex);
-    self->spill = fopen(self->spill_path, "we");
+    /* 0600 like everything rat-py writes (output may hold secrets the code
+     * printed, and the assets dir may be shared); O_EXCL never follows a
+     * symlink someone planted under the name. */
+    int fd = open(self->spill_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    self->spill = fd < 0 ? NULL : fdopen(fd, "w");
     if (!self->spill) {
-        free(self->spill_error);
-        self->spill_error = xasprintf("cannot write %s (%s)", self->spill_path, strerror(errno));
-        log_warn("full output is not kept: %s", self->spill_error);
-        FREE_AND_NULL(self->spill_path);
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        char *what = xasprintf("cannot write %s", self->spill_path);
+        FREE_AND_NULL(self->spill_path); /* nothing to remove */
+        s_spill_fail(self, what, e);
+        free(what);
         return;
     }
     for (size_t i = 0; i < self->nhead; i++)
@@ -183,9 +216,17 @@ static void s_put(output_t *self, const char *p, size_t n)
         s_start_spill(self);
     s_spill_write(self, buf_str(&self->cur), self->cur.len);
     s_spill_write(self, p, n);
-    size_t keep = utf8_floor(p, n, room);
-    buf_append(&self->cur, p, keep);
-    self->cur_cut = n - keep;
+    /* The cut point is found in the line as a whole, not in this chunk: a
+     * character may have begun in an earlier chunk (writes may split text
+     * anywhere), and then the kept prefix ends before it. A character is at
+     * most 4 bytes, so 3 bytes past the limit decide it. */
+    size_t old_len = self->cur.len;
+    size_t look = n < room + 3 ? n : room + 3;
+    buf_append(&self->cur, p, look);
+    size_t keep = utf8_floor(self->cur.data, self->cur.len, OUTPUT_LINE_MAX);
+    self->cur.len = keep;
+    self->cur.data[keep] = '\0';
+    self->cur_cut = old_len + n - keep;
     self->truncated = true;
 }
 
@@ -199,38 +240,73 @@ static void s_fold_cr(output_t *self)
     self->cur_cut = 0;
 }
 
+/* Advances the ANSI parser by one byte. Returns true when the byte belongs to
+ * the escape sequence (and is dropped), false when the sequence is malformed
+ * and ends before this byte, which is then ordinary text. Only ECMA-48 bytes
+ * continue a sequence, so a malformed one never swallows a newline or a part
+ * of a multi-byte character; OSC strings (titles, hyperlinks) run to BEL or
+ * ST, whatever they contain. */
+static bool s_esc_step(s_esc_t *st, unsigned char c)
+{
+    switch (*st) {
+    case ESC_START:
+        if (c == '[') {
+            *st = ESC_CSI;
+        } else if (c == ']') {
+            *st = ESC_OSC;
+        } else if (c >= 0x20 && c <= 0x2F) {
+            *st = ESC_INTER;
+        } else if (c >= 0x30 && c <= 0x7E) {
+            *st = ESC_NONE; /* a two-byte escape: ESC 7, ESC c, ESC M ... */
+        } else {
+            *st = ESC_NONE;
+            return false;
+        }
+        return true;
+    case ESC_CSI:
+        if (c >= 0x40 && c <= 0x7E)
+            *st = ESC_NONE; /* final byte */
+        else if (c < 0x20 || c > 0x3F) {
+            *st = ESC_NONE;
+            return false;
+        }
+        return true;
+    case ESC_INTER:
+        if (c >= 0x30 && c <= 0x7E)
+            *st = ESC_NONE;
+        else if (c < 0x20 || c > 0x2F) {
+            *st = ESC_NONE;
+            return false;
+        }
+        return true;
+    case ESC_OSC:
+        if (c == 0x07)
+            *st = ESC_NONE;
+        else if (c == 0x1B)
+            *st = ESC_OSC_ESC;
+        return true;
+    case ESC_OSC_ESC:
+        *st = c == '\\' ? ESC_NONE : ESC_OSC;
+        return true;
+    case ESC_NONE:
+        break;
+    }
+    return false;
+}
+
 void output_write(output_t *self, const char *text, size_t len, buf_t *clean)
 {
     size_t run = 0; /* start of a run of plain bytes */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (self->esc != ESC_NONE) {
-            switch (self->esc) {
-            case ESC_START:
-                self->esc = c == '[' ? ESC_CSI : c == ']' ? ESC_OSC : (c >= 0x20 && c <= 0x2F) ? ESC_INTER : ESC_NONE;
-                break;
-            case ESC_CSI:
-                if (c >= 0x40 && c <= 0x7E)
-                    self->esc = ESC_NONE;
-                break;
-            case ESC_OSC:
-                if (c == 0x07)
-                    self->esc = ESC_NONE;
-                else if (c == 0x1B)
-                    self->esc = ESC_OSC_ESC;
-                break;
-            case ESC_OSC_ESC:
-                self->esc = c == '\\' ? ESC_NONE : ESC_OSC;
-                break;
-            case ESC_INTER:
-                if (c >= 0x30 && c <= 0x7E)
-                    self->esc = ESC_NONE;
-                break;
-            case ESC_NONE:
-                break;
+            if (s_esc_step(&self->esc, c)) {
+                run = i + 1;
+                continue;
             }
-            run = i + 1;
-            continue;
+            /* Not part of an escape sequence after all: the ESC is dropped
+             * and this byte is text (it may start a UTF-8 character). */
+            run = i;
         }
         bool special = c == 0x1B || c == '\r' || c == '\n' || (c < 0x20 && c != '\t') || c == 0x7F;
         if (!special && !self->pending_cr)
@@ -291,6 +367,7 @@ void output_clear(output_t *self)
     s_free_lines(self);
     s_close_spill(self);
     FREE_AND_NULL(self->spill_path);
+    FREE_AND_NULL(self->spill_error);
     buf_reset(&self->cur);
     self->cur_cut = 0;
     self->lines = 0;
@@ -353,13 +430,12 @@ void output_render(output_t *self, buf_t *dst)
             buf_putc(dst, '\n');
         s_render_line(dst, buf_str(&self->cur), self->cur.len, self->cur_cut);
     }
-    if (self->spill_path) {
-        if (self->spill)
-            fflush(self->spill);
+    if (self->spill && fflush(self->spill) != 0)
+        s_spill_fail(self, self->spill_path, errno);
+    if (self->spill_path)
         buf_printf(dst, "\n[full output: %s]", self->spill_path);
-    } else if (self->spill_error && self->truncated) {
+    else if (self->spill_error && self->truncated)
         buf_printf(dst, "\n[full output not saved: %s]", self->spill_error);
-    }
 }
 
 void output_clean_text(const char *text, size_t len, buf_t *dst)
@@ -377,7 +453,7 @@ void output_clean_text(const char *text, size_t len, buf_t *dst)
         if (tmp.pending_cr) {
             tmp.pending_cr = false;
         }
-        buf_append(dst, buf_str(&tmp.cur), tmp.cur.len);
+        s_render_line(dst, buf_str(&tmp.cur), tmp.cur.len, tmp.cur_cut);
         if (i < len)
             buf_putc(dst, '\n');
         buf_reset(&tmp.cur);

@@ -6,7 +6,9 @@
  * comes in: the first and last OUTPUT_KEEP_LINES lines, each cut at
  * OUTPUT_LINE_MAX bytes (on a UTF-8 boundary). As soon as anything is cut, the
  * complete cleaned text is written to a spill file (itself capped at
- * OUTPUT_SPILL_MAX bytes) whose path the rendered text names. */
+ * OUTPUT_SPILL_MAX bytes) whose path the rendered text names. When that file
+ * cannot be written (no such dir, disk full), the partial file is removed and
+ * the rendered text says why instead. */
 #ifndef RAT_OUTPUT_H
 #define RAT_OUTPUT_H
 
@@ -34,8 +36,8 @@ void output_write_block(output_t *self, const char *text, size_t len);
 /* clear_output: forget everything so far (the spill file is closed). */
 void output_clear(output_t *self);
 /* Appends the kept text to dst: all lines, or head + "… [N lines truncated] …"
- * + tail, then "[full output: PATH]" when something was cut. No trailing
- * newline. */
+ * + tail, then "[full output: PATH]" when something was cut, or "[full output
+ * not saved: REASON]" when it could not be written. No trailing newline. */
 void output_render(output_t *self, buf_t *dst);
 /* Starts a new segment: what was rendered so far is forgotten (ctl wait
  * continues from here). */
@@ -46,7 +48,8 @@ size_t output_line_count(const output_t *self);
 /* Path of the spill file, or NULL when nothing was cut. */
 const char *output_spill_path(const output_t *self);
 /* Stateless cleaner for short texts (tracebacks, inspect replies): removes
- * ANSI sequences and applies \r folding. Appends to dst. */
+ * ANSI sequences and applies \r folding; a line longer than OUTPUT_LINE_MAX
+ * is cut as output_render cuts it, with " … [N bytes cut]". Appends to dst. */
 void output_clean_text(const char *text, size_t len, buf_t *dst);
 
 #endif

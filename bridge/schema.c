@@ -55,6 +55,13 @@ static int s_check_value(const char *name, json_object *prop, json_object *v, ch
             return -1;
         }
     }
+    if (json_object_is_type(v, json_type_string) &&
+        strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
+        /* Handlers see C strings: the text after a NUL would be silently
+         * dropped (code would run cut short), so refuse it. */
+        snprintf(err, errlen, "argument '%s' must not contain NUL characters", name);
+        return -1;
+    }
     if (json_object_object_get_ex(prop, "enum", &en) && json_object_is_type(en, json_type_array)) {
         size_t n = json_object_array_length(en);
         char list[256] = "";

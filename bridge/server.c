@@ -59,9 +59,11 @@ static void s_on_eof(void *ud)
     loop_stop(app->loop);
 }
 
-/* The runtime dir, or a private temporary one when it is not writable. */
-static char *s_runtime_dir(void)
+/* The runtime dir, or a private temporary one when it is not writable; then
+ * *is_temp is set and the caller removes it at exit. */
+static char *s_runtime_dir(bool *is_temp)
 {
+    *is_temp = false;
     char *rt = jpaths_runtime_dir();
     if (jpaths_ensure_dir(rt) == 0 && access(rt, W_OK | X_OK) == 0)
         return rt;
@@ -71,6 +73,7 @@ static char *s_runtime_dir(void)
     log_warn("the Jupyter runtime dir %s is not writable (%s); using %s instead", rt, strerror(e),
              d ? d : "/tmp");
     free(rt);
+    *is_temp = d != NULL;
     return xstrdup(d ? d : "/tmp");
 }
 
@@ -185,6 +188,7 @@ int server_run(const config_t *cfg)
     int status = 0;
     char *cwd = fileio_realpath(cfg->cwd ? cfg->cwd : ".");
     char *assets = NULL, *rtdir = NULL, *existing = NULL;
+    bool rtdir_temp = false;
     char **argv = NULL;
     interp_t it = {0};
     void *zctx = NULL;
@@ -201,7 +205,7 @@ int server_run(const config_t *cfg)
     assets = cfg->assets_dir ? (cfg->assets_dir[0] == '/' ? xstrdup(cfg->assets_dir)
                                                            : xasprintf("%s/%s", cwd, cfg->assets_dir))
                              : xasprintf("%s/.rat-assets", cwd);
-    rtdir = s_runtime_dir();
+    rtdir = s_runtime_dir(&rtdir_temp);
     store = assets_new(assets, 0, cfg->assets_max_mb ? (unsigned long long)cfg->assets_max_mb << 20 : 0);
     runtime_opts_t ro = {
         .assets = store,
@@ -290,6 +294,8 @@ out:
     interp_free(&it);
     free(existing);
     assets_destroy(&store);
+    if (rtdir_temp && rmdir(rtdir) < 0) /* empty by now: the kernel's files are gone */
+        log_warn("cannot remove %s: %s", rtdir, strerror(errno));
     free(rtdir);
     free(assets);
     free(cwd);

@@ -225,18 +225,24 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
     }
 }
 
-void tool_ctl_register(mcp_server_t *srv, tools_ctx_t *ctx)
+void tool_ctl_describe(mcp_tool_t *out)
 {
-    mcp_tool_t t = {
+    *out = (mcp_tool_t){
         .name = "ctl",
         .title = "Control the kernel",
         .description = "Control the kernel session: reset clears variables, cancel interrupts running code "
                        "(variables survive), restart starts a fresh interpreter, status reports the kernel's "
                        "state, wait follows a run that returned before it finished.",
         .input_schema = s_schema,
-        .fn = s_ctl,
-        .ud = ctx,
         .destructive = true,
     };
+}
+
+void tool_ctl_register(mcp_server_t *srv, tools_ctx_t *ctx)
+{
+    mcp_tool_t t;
+    tool_ctl_describe(&t);
+    t.fn = s_ctl;
+    t.ud = ctx;
     mcp_server_add_tool(srv, &t);
 }

@@ -455,19 +455,25 @@ static void s_look(mcp_call_t *call, json_object *args, void *ud)
     }
 }
 
-void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx)
+void tool_look_describe(mcp_tool_t *out)
 {
-    mcp_tool_t t = {
+    *out = (mcp_tool_t){
         .name = "look",
         .title = "Look at the kernel's state",
         .description = "See the kernel's state without changing it: with no arguments, the variables; with `at`, "
                        "one variable or a path into it (data.scores.0, model.layers.0.type) with its value and "
                        "children, or a function's signature and docs; with `code` and `cursor`, completions.",
         .input_schema = s_schema,
-        .fn = s_look,
-        .ud = ctx,
         .read_only = true,
         .idempotent = true,
     };
+}
+
+void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx)
+{
+    mcp_tool_t t;
+    tool_look_describe(&t);
+    t.fn = s_look;
+    t.ud = ctx;
     mcp_server_add_tool(srv, &t);
 }

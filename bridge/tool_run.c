@@ -389,19 +389,25 @@ const char *tools_instructions(void)
            "status, wait.";
 }
 
-void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx)
+void tool_run_describe(mcp_tool_t *out)
 {
-    mcp_tool_t t = {
+    *out = (mcp_tool_t){
         .name = "run",
         .title = "Run code",
         .description = "Execute code in the persistent kernel and return its output (stdout, stderr, the value "
                        "of the last expression, errors) with a status footer. Also answers a pending input() "
                        "prompt when called with `input` instead of `code`.",
         .input_schema = s_schema,
-        .fn = s_run,
-        .ud = ctx,
         .destructive = true,
         .lenient_required = true,
     };
+}
+
+void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx)
+{
+    mcp_tool_t t;
+    tool_run_describe(&t);
+    t.fn = s_run;
+    t.ud = ctx;
     mcp_server_add_tool(srv, &t);
 }

@@ -29,6 +29,14 @@ void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx);
 /* resources/list and resources/read over the asset store. */
 void tool_assets_register(mcp_server_t *srv, tools_ctx_t *ctx);
 
+/* What each tool advertises (name, title, description, input schema,
+ * annotations), without a handler: fn and ud are NULL and the strings are
+ * static. The register functions use these; so do the fuzz harnesses, which
+ * need rat-py's real schemas in front of their own handlers. */
+void tool_run_describe(mcp_tool_t *out);
+void tool_ctl_describe(mcp_tool_t *out);
+void tool_look_describe(mcp_tool_t *out);
+
 /* Follows ex on behalf of call until it finishes, asks for input, or wait_s
  * elapses, then finishes call with the standard run text. Used by run and
  * by ctl wait. The caller must have claimed ex. */

@@ -53,6 +53,31 @@ size_t utf8_floor(const char *s, size_t len, size_t n)
     return n;
 }
 
+size_t utf8_valid_prefix(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t c = utf8_valid_char(s + i, n - i);
+        if (!c)
+            break;
+        i += c;
+    }
+    return i;
+}
+
+size_t utf8_trim_tail(const char *s, size_t len)
+{
+    /* The last character starts at most 3 bytes before the end. */
+    for (size_t i = len; i > 0 && len - i < 4; i--) {
+        unsigned char c = (unsigned char)s[i - 1];
+        if ((c & 0xC0) == 0x80)
+            continue;
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return len - (i - 1) < need ? i - 1 : len;
+    }
+    return len;
+}
+
 size_t utf8_count(const char *s, size_t n)
 {
     size_t count = 0;

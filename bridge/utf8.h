@@ -11,6 +11,12 @@
 size_t utf8_valid_char(const char *s, size_t n);
 /* Largest cut point <= n that does not split a character of s (len bytes). */
 size_t utf8_floor(const char *s, size_t len, size_t n);
+/* Length of the longest prefix of s[0..n) that is valid UTF-8 (n when all
+ * of it is). */
+size_t utf8_valid_prefix(const char *s, size_t n);
+/* Length of s[0..len) without an incomplete character at its very end: what
+ * to keep after a byte-wise truncation (snprintf) that may have split one. */
+size_t utf8_trim_tail(const char *s, size_t len);
 /* Number of code points in s[0..n). Invalid bytes count as one each. */
 size_t utf8_count(const char *s, size_t n);
 /* Byte offset of code point number cp in s (len bytes); len if past the end. */

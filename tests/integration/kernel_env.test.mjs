@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync, statSync, existsSync, rmSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, run, ctl, until } from './lib.mjs';
+import { connect, run, ctl, until, ms } from './lib.mjs';
 
 test('the kernel runs in --cwd, leads its own process group, and knows its parent', async () => {
   const h = await connect();
@@ -31,7 +31,7 @@ test('the connection file is 0600 while the kernel runs and removed at exit', as
   } finally {
     await h.close();
   }
-  await until(() => !existsSync(file), 1000, 'the connection file to be removed');
+  await until(() => !existsSync(file), ms(1000), 'the connection file to be removed');
 });
 
 function fakeVenv(root, withIpykernel) {

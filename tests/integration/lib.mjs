@@ -18,6 +18,27 @@ export function checkSanitizers(stderr, who = 'rat-py') {
 
 export const RAT = process.env.RAT_PY || path.resolve(new URL('.', import.meta.url).pathname, '../../build/rat-py');
 
+/**
+ * RAT_PY_WRAPPER runs rat-py under another program, e.g. valgrind: a command
+ * and its options, split on spaces, put in front of rat-py's own argv (the
+ * process keeps rat-py's pid: valgrind runs it in place). A wrapped rat-py is
+ * slower, not different, so the timing bounds of the tests that run wrapped
+ * are multiplied by RAT_PY_SLOWDOWN (default 10) through ms(); unwrapped,
+ * ms(n) is n and every bound stays as tight as written.
+ */
+const WRAPPER = (process.env.RAT_PY_WRAPPER ?? '').split(/\s+/).filter(Boolean);
+export const WRAPPED = WRAPPER.length > 0;
+export const SLOWDOWN = WRAPPED ? Number(process.env.RAT_PY_SLOWDOWN || 10) : 1;
+export const ms = (n) => n * SLOWDOWN;
+
+/**
+ * The command and argv that start rat-py (or bin, e.g. one of its family
+ * names) with these arguments, wrapped or not.
+ */
+export function ratCommand(args, bin = RAT) {
+  return WRAPPED ? { command: WRAPPER[0], args: [...WRAPPER.slice(1), bin, ...args] } : { command: bin, args };
+}
+
 /** A fresh scratch directory used as the kernel's cwd (assets land there). */
 export function scratch() {
   const dir = mkdtempSync(path.join(tmpdir(), 'rat-test-'));
@@ -30,9 +51,10 @@ export function scratch() {
  */
 export async function connect(opts = {}) {
   const work = scratch();
+  const { command, args } = ratCommand(['--cwd', work.dir, ...(opts.args ?? [])], opts.command ?? RAT);
   const transport = new StdioClientTransport({
-    command: opts.command ?? RAT,
-    args: ['--cwd', work.dir, ...(opts.args ?? [])],
+    command,
+    args,
     env: { ...process.env, ...(opts.env ?? {}) },
     stderr: 'pipe',
   });
@@ -102,7 +124,8 @@ export async function until(fn, ms, what) {
  */
 export function rawServer(args = [], env = {}) {
   const work = scratch();
-  const child = spawn(RAT, ['--cwd', work.dir, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const cmd = ratCommand(['--cwd', work.dir, ...args]);
+  const child = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let buf = '';
   const lines = [];
   const waiters = [];
@@ -151,7 +174,7 @@ export function rawServer(args = [], env = {}) {
     kill(sig = 'SIGKILL') { try { child.kill(sig); } catch { /* gone */ } },
     async close() {
       try { child.stdin.end(); } catch { /* gone */ }
-      const t = setTimeout(() => srv.kill(), 2000);
+      const t = setTimeout(() => srv.kill(), ms(2000));
       await exited;
       clearTimeout(t);
       work.cleanup();

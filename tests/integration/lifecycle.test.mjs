@@ -2,7 +2,7 @@
 // rat-py exits promptly when its client goes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, kernelPid, alive, until, rawServer } from './lib.mjs';
+import { connect, run, ctl, kernelPid, alive, until, rawServer, ms } from './lib.mjs';
 
 test('a kernel killed mid-run gives a clean error, then a fresh kernel works', async () => {
   const h = await connect();
@@ -14,7 +14,7 @@ test('a kernel killed mid-run gives a clean error, then a fresh kernel works', a
     const t0 = Date.now();
     process.kill(pid, 'SIGKILL');
     const r = await running;
-    assert.ok(Date.now() - t0 < 1000, 'noticed within 1 s');
+    assert.ok(Date.now() - t0 < ms(1000), 'noticed within 1 s');
     assert.equal(r.isError, true);
     assert.match(r.text, /kernel died \(signal 9 \(Killed\)\)/);
     assert.match(r.text, /a new kernel is starting, variables are lost/);
@@ -54,9 +54,9 @@ test('stdin EOF: rat-py exits within 300 ms and no kernel is left', async () => 
   const t0 = Date.now();
   srv.child.stdin.end();
   const ex = await srv.exited;
-  assert.ok(ex.at - t0 <= 300, `exited after ${ex.at - t0} ms`);
+  assert.ok(ex.at - t0 <= ms(300), `exited after ${ex.at - t0} ms`);
   assert.equal(ex.code, 0);
-  await until(() => !alive(pid), 200, 'the kernel to be gone');
+  await until(() => !alive(pid), ms(200), 'the kernel to be gone');
   await srv.close();
 });
 
@@ -72,8 +72,8 @@ test('stdin EOF in the middle of a run: still a prompt exit, kernel gone', async
   const t0 = Date.now();
   srv.child.stdin.end();
   const ex = await srv.exited;
-  assert.ok(ex.at - t0 <= 300, `exited after ${ex.at - t0} ms`);
-  await until(() => !alive(pid), 300, 'the kernel to be gone');
+  assert.ok(ex.at - t0 <= ms(300), `exited after ${ex.at - t0} ms`);
+  await until(() => !alive(pid), ms(300), 'the kernel to be gone');
   await srv.close();
 });
 
@@ -85,8 +85,8 @@ test('SIGTERM: rat-py exits promptly and takes its kernel along', async () => {
   const t0 = Date.now();
   srv.kill('SIGTERM');
   const ex = await srv.exited;
-  assert.ok(ex.at - t0 <= 300, `exited after ${ex.at - t0} ms`);
-  await until(() => !alive(pid), 300, 'the kernel to be gone');
+  assert.ok(ex.at - t0 <= ms(300), `exited after ${ex.at - t0} ms`);
+  await until(() => !alive(pid), ms(300), 'the kernel to be gone');
   await srv.close();
 });
 
@@ -106,7 +106,7 @@ test('initialize is answered at once, while the kernel is still booting', async 
   const srv = rawServer();
   const t0 = Date.now();
   const r = await srv.initialize();
-  assert.ok(Date.now() - t0 < 500, 'initialize does not wait for the kernel');
+  assert.ok(Date.now() - t0 < ms(500), 'initialize does not wait for the kernel');
   assert.equal(r.result.serverInfo.name, 'rat-py');
   await srv.close();
 });

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Mcp2cliLike } from './mcp2cli_like.mjs';
-import { scratch } from './lib.mjs';
+import { scratch, ms } from './lib.mjs';
 
 test('`mcp2cli py up` then the spec transcript (run and ctl) on one long-lived server', async () => {
   const work = scratch();
@@ -34,7 +34,7 @@ test('`mcp2cli py up` then the spec transcript (run and ctl) on one long-lived s
     assert.equal(r.text, 'No active execution.');
   } finally {
     const ex = await py.stop();
-    assert.ok(ex.ms < 300, `py down: exited after ${ex.ms} ms, before mcp2cli's SIGKILL`);
+    assert.ok(ex.ms < ms(300), `py down: exited after ${ex.ms} ms, before mcp2cli's SIGKILL`);
     assert.equal(ex.signal, null);
     work.cleanup();
   }
@@ -48,7 +48,7 @@ test('without `up`, every call is a fresh server: initialize, one call, stdin cl
     const r = await py.tool('run', { code });
     assert.match(r.text, /\n\n✓ \d+ms/);
     const ex = await py.stop();
-    assert.ok(ex.ms < 300, `exited after ${ex.ms} ms`);
+    assert.ok(ex.ms < ms(300), `exited after ${ex.ms} ms`);
     assert.equal(ex.code, 0);
   }
   work.cleanup();

@@ -4,7 +4,7 @@
 // defaults filled in client-side, only text content printed (joined by "\n"),
 // notifications ignored, and on close: stdin closed, SIGKILL 300 ms later.
 import { spawn } from 'node:child_process';
-import { RAT, checkSanitizers } from './lib.mjs';
+import { ratCommand, checkSanitizers, ms } from './lib.mjs';
 
 export class Mcp2cliLike {
   constructor(args = [], { daemon = true, env = {} } = {}) {
@@ -16,7 +16,8 @@ export class Mcp2cliLike {
   }
 
   async start() {
-    this.child = spawn(RAT, this.args, { env: { ...process.env, ...this.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const { command, args } = ratCommand(this.args);
+    this.child = spawn(command, args, { env: { ...process.env, ...this.env }, stdio: ['pipe', 'pipe', 'pipe'] });
     this.buf = '';
     this.pending = new Map();
     this.stderr = '';
@@ -54,7 +55,7 @@ export class Mcp2cliLike {
     if (params !== undefined) msg.params = params;
     this.child.stdin.write(JSON.stringify(msg) + '\n');
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`mcp2cli-like: no answer to ${method} within 30 s`)), 30_000);
+      const t = setTimeout(() => reject(new Error(`mcp2cli-like: no answer to ${method} within 30 s`)), ms(30_000));
       this.pending.set(id, (m) => { clearTimeout(t); resolve(m); });
     });
   }
@@ -80,11 +81,12 @@ export class Mcp2cliLike {
     return { text, isError: m.result.isError === true };
   }
 
-  /** What mcp2cli does after a call (and `mcp2cli py down`): close stdin, SIGKILL after 300 ms. */
+  /** What mcp2cli does after a call (and `mcp2cli py down`): close stdin, SIGKILL after 300 ms
+   * (scaled when rat-py runs wrapped, so valgrind gets to finish its report). */
   async stop() {
     const t0 = Date.now();
     this.child.stdin.end();
-    const killer = setTimeout(() => this.child.kill('SIGKILL'), 300);
+    const killer = setTimeout(() => this.child.kill('SIGKILL'), ms(300));
     const ex = await this.exited;
     clearTimeout(killer);
     checkSanitizers(this.stderr);

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const BUILD = process.env.RAT_BUILD_DIR;
-const SKIP = process.env.RAT_SANITIZED ? 'sanitizer build' : !BUILD ? 'RAT_BUILD_DIR not set' : false;
+const SKIP = process.env.RAT_PY_SANITIZED ? 'sanitizer build' : !BUILD ? 'RAT_BUILD_DIR not set' : false;
 const SRC = path.resolve(new URL('.', import.meta.url).pathname, '../..');
 
 test('a program built against the installed library (pkg-config rat) serves MCP', { skip: SKIP }, async () => {

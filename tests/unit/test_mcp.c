@@ -8,6 +8,7 @@
 #include "mcp.h"
 #include "mem.h"
 #include "schema.h"
+#include "utf8.h"
 
 typedef struct {
     char *msgs[64];
@@ -61,6 +62,10 @@ static void test_classify(void)
     jsonrpc_parse(n, strlen(n), &m);
     CHECK_EQ_INT(m.kind, JSONRPC_NOTIFICATION);
     jsonrpc_msg_free(&m);
+    const char *big = "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}";
+    jsonrpc_parse(big, strlen(big), &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
+    jsonrpc_msg_free(&m);
     const char *r = "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
     jsonrpc_parse(r, strlen(r), &m);
     CHECK_EQ_INT(m.kind, JSONRPC_RESPONSE);
@@ -69,11 +74,20 @@ static void test_classify(void)
         {"{", JSONRPC_PARSE_ERROR},
         {"{\"a\":1} x", JSONRPC_PARSE_ERROR},
         {"\"\xff\"", JSONRPC_PARSE_ERROR},
+        /* json-c's UTF-8 check accepts these; they are not UTF-8. */
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xc0\x80\"}}", JSONRPC_PARSE_ERROR},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xed\xa0\x80\"}}", JSONRPC_PARSE_ERROR},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xf4\x90\x80\x80\"}}", JSONRPC_PARSE_ERROR},
         {"[]", JSONRPC_INVALID_REQUEST},
         {"42", JSONRPC_INVALID_REQUEST},
         {"{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"x\"}", JSONRPC_INVALID_REQUEST},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":3}", JSONRPC_INVALID_REQUEST},
         {"{\"id\":1,\"method\":\"x\"}", JSONRPC_INVALID_REQUEST},
+        /* Found by the hostile-input test: JSON null is not a parse error,
+         * and ids json-c clamps to 64 bits would be echoed changed. */
+        {"null", JSONRPC_INVALID_REQUEST},
+        {"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
+        {"{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775809,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         jsonrpc_parse(bad[i].in, strlen(bad[i].in), &m);
@@ -159,6 +173,31 @@ static void test_session_lifecycle(void)
     CHECK_EQ_INT(sink.n, 0);
     mcp_session_log(s, MCP_LOG_ERROR, "x", "shown");
     CHECK_EQ_INT(sink.n, 1);
+    s_sink_clear(&sink);
+
+    /* A NUL inside a name names nothing of ours (as a C string "ping\0x"
+     * would equal "ping"), and handlers never get strings cut at a NUL. */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\\u0000x\"}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\\u0000\",\"arguments\":{\"a\":\"x\"}}}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\\u0000y\"}}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "must not contain NUL characters") != NULL);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"isError\":true") != NULL);
+    CHECK_EQ_INT(s_tool_calls, 1);
+    s_sink_clear(&sink);
+    /* Every message is valid UTF-8, even when a name is cut inside a
+     * character ("Unknown tool: %.100s"): the cut becomes U+FFFD. */
+    char line[400], name[128];
+    memset(name, 'x', 99);
+    strcpy(name + 99, "\xc3\xa9"); /* byte 100 of the name is inside this character */
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}", name);
+    s_feed(s, line);
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    CHECK(sink.n == 1 && utf8_valid_prefix(sink.msgs[0], strlen(sink.msgs[0])) == strlen(sink.msgs[0]));
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "xx\xef\xbf\xbd\"") != NULL);
     s_sink_clear(&sink);
 
     s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");

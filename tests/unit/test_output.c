@@ -183,6 +183,79 @@ static void test_long_line_cut_on_utf8_boundary(void)
     output_destroy(&o);
 }
 
+/* Found by fuzz_output: an ESC followed by a multi-byte character swallowed
+ * the character's lead byte and left invalid UTF-8; a malformed CSI ate a
+ * newline. Now only ECMA-48 bytes continue a sequence. */
+static void test_malformed_escapes_keep_text(void)
+{
+    char *r = s_clean("a\x1b\xc3\xa9" "b\x1b[\xc3\xa9" "c\x1b[12\nd\x1b" "7e\x1b(Bf");
+    CHECK_EQ_STR(r, "a\xc3\xa9" "b\xc3\xa9" "c\nd" "ef");
+    free(r);
+    buf_t b;
+    buf_init(&b, 0);
+    output_clean_text("x\x1b\xe6\x97\xa5" "y", 7, &b);
+    CHECK_EQ_STR(buf_str(&b), "x\xe6\x97\xa5" "y");
+    buf_free(&b);
+}
+
+/* Found by fuzz_output: a write boundary inside a character right at the
+ * line limit kept the character's first byte and cut the rest. The cut
+ * point is now found in the line as a whole, so any chunking gives the same
+ * text as one write. */
+static void test_line_cut_with_character_split_across_writes(void)
+{
+    buf_t in;
+    buf_init(&in, 0);
+    for (int i = 0; i < OUTPUT_LINE_MAX - 1; i++)
+        buf_putc(&in, 'x');
+    buf_puts(&in, "\xc3\xa9\xc3\xa9");
+    output_t *whole = output_new(NULL), *split = output_new(NULL);
+    output_write(whole, in.data, in.len, NULL);
+    output_write(split, in.data, OUTPUT_LINE_MAX, NULL); /* ends after 0xc3 */
+    output_write(split, in.data + OUTPUT_LINE_MAX, in.len - OUTPUT_LINE_MAX, NULL);
+    char *a = s_render(whole), *b = s_render(split);
+    CHECK_EQ_STR(b, a);
+    CHECK(strstr(b, " … [4 bytes cut]") != NULL);
+    CHECK_EQ_INT(utf8_valid_prefix(b, strlen(b)), strlen(b));
+    free(a);
+    free(b);
+    output_destroy(&whole);
+    output_destroy(&split);
+    buf_free(&in);
+}
+
+/* The full output cannot be written (here: its dir cannot be created): the
+ * render says so and why, instead of naming a file that does not exist. */
+static void test_spill_failure_is_reported(void)
+{
+    char dir[] = "/tmp/rat-test-output-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *file = xasprintf("%s/a-file", dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    char *spill = xasprintf("%s/assets", file);
+    output_t *o = output_new(spill);
+    for (int i = 0; i < 150; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "line %d\n", i);
+        output_write(o, line, (size_t)n, NULL);
+    }
+    CHECK(output_spill_path(o) == NULL);
+    char *r = s_render(o);
+    char *want = xasprintf("\nline 149\n[full output not saved: cannot create %s: Not a directory]", spill);
+    size_t rl = strlen(r), wl = strlen(want);
+    CHECK(rl >= wl && strcmp(r + rl - wl, want) == 0);
+    free(want);
+    free(r);
+    output_destroy(&o);
+    unlink(file);
+    rmdir(dir);
+    free(spill);
+    free(file);
+}
+
 static void test_block_starts_a_line(void)
 {
     output_t *o = output_new(NULL);
@@ -215,6 +288,15 @@ static void test_clean_text(void)
     buf_init(&b, 0);
     output_clean_text("\x1b[0;31mNameError\x1b[0m: x\nsecond\r\n", 33, &b);
     CHECK_EQ_STR(buf_str(&b), "NameError: x\nsecond\n");
+    /* A long line is cut as in a run's result, and says so. */
+    buf_reset(&b);
+    char *line = xmalloc(OUTPUT_LINE_MAX + 501);
+    memset(line, 'y', OUTPUT_LINE_MAX + 500);
+    line[OUTPUT_LINE_MAX + 500] = '\n';
+    output_clean_text(line, OUTPUT_LINE_MAX + 501, &b);
+    CHECK_EQ_INT(b.len, OUTPUT_LINE_MAX + strlen(" … [500 bytes cut]") + 1);
+    CHECK(strstr(buf_str(&b), "y … [500 bytes cut]\n") != NULL);
+    free(line);
     buf_free(&b);
 }
 
@@ -277,6 +359,20 @@ static void test_utf8(void)
     CHECK_EQ_INT(utf8_valid_char("\xE2\x82", 2), 0); /* truncated */
 }
 
+static void test_utf8_trim_and_scrub(void)
+{
+    CHECK_EQ_INT(utf8_trim_tail("ab\xc3", 3), 2);
+    CHECK_EQ_INT(utf8_trim_tail("ab\xe6\x97", 4), 2);
+    CHECK_EQ_INT(utf8_trim_tail("ab\xe6\x97\xa5", 5), 5);
+    CHECK_EQ_INT(utf8_trim_tail("abc", 3), 3);
+    CHECK_EQ_INT(utf8_valid_prefix("ok\xffno", 5), 2);
+    buf_t b;
+    buf_init(&b, 0);
+    buf_append_utf8(&b, "a\xff" "b\xc3", 4);
+    CHECK_EQ_STR(buf_str(&b), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+    buf_free(&b);
+}
+
 static void test_json_str_escaping(void)
 {
     buf_t b;
@@ -308,12 +404,16 @@ int main(void)
     RUN_CASE(test_truncation_head_tail);
     RUN_CASE(test_exactly_100_lines_not_truncated);
     RUN_CASE(test_long_line_cut_on_utf8_boundary);
+    RUN_CASE(test_malformed_escapes_keep_text);
+    RUN_CASE(test_line_cut_with_character_split_across_writes);
+    RUN_CASE(test_spill_failure_is_reported);
     RUN_CASE(test_block_starts_a_line);
     RUN_CASE(test_clear_and_reset);
     RUN_CASE(test_clean_text);
     RUN_CASE(test_durations);
     RUN_CASE(test_footer);
     RUN_CASE(test_utf8);
+    RUN_CASE(test_utf8_trim_and_scrub);
     RUN_CASE(test_json_str_escaping);
     RUN_CASE(test_buf_cap);
     return check_report("test_output");

@@ -2,7 +2,7 @@
 makes signed messages that the C decoder must accept byte for byte, and
 verifies the messages the C encoder signs.
 
-Usage: wire_interop.py PATH/TO/test_wire
+Usage: wire_interop.py [WRAPPER...] PATH/TO/test_wire   (e.g. valgrind ... test_wire)
 """
 import base64
 import json
@@ -50,7 +50,7 @@ def vectors(key):
 
 
 def main():
-    binary = sys.argv[1]
+    command = sys.argv[1:]
     with tempfile.TemporaryDirectory() as d:
         vec_path = os.path.join(d, "vectors.json")
         out_path = os.path.join(d, "ours.json")
@@ -61,7 +61,7 @@ def main():
         }
         with open(vec_path, "w") as f:
             json.dump(doc, f)
-        rc = subprocess.call([binary, vec_path, out_path])
+        rc = subprocess.call(command + [vec_path, out_path])
         if rc != 0:
             print("test_wire failed", file=sys.stderr)
             return rc

@@ -1,0 +1,242 @@
+/* fuzz_mcp: the MCP request path, as stdio drives it.
+ *
+ * The input is split into lines; each line goes to mcp_session_handle the way
+ * transport_stdio hands it over, in front of rat-py's real tool schemas (the
+ * tools' own describe functions). The handlers stand in for the kernel: run
+ * cleans its code through the output module, look parses `at` with lookpath,
+ * ctl echoes its op; code starting with "keep" keeps the call open (so
+ * cancellation and session teardown are exercised) and "ask" sends an
+ * elicitation request the input may answer. Checked for every message the
+ * session sends: it is one valid JSON-RPC 2.0 message in valid UTF-8 on one
+ * line, and each input line gets exactly the responses its kind calls for. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "buf.h"
+#include "fuzz_check.h"
+#include "jsonrpc.h"
+#include "lookpath.h"
+#include "mcp.h"
+#include "mem.h"
+#include "output.h"
+#include "tools.h"
+
+#define KEEP_MAX 8
+
+static int s_finals;                 /* responses sent for the current line */
+static mcp_call_t *s_kept[KEEP_MAX]; /* calls left open by "keep" / "ask" */
+
+static void s_check_message(const char *json, size_t len, bool final)
+{
+    FUZZ_ASSERT(len > 0 && strlen(json) == len);
+    FUZZ_ASSERT(!memchr(json, '\n', len) && !memchr(json, '\r', len));
+    FUZZ_ASSERT(fuzz_utf8_ok(json, len));
+    json_object *m = fuzz_parse_json(json, len);
+    FUZZ_ASSERT(m && json_object_is_type(m, json_type_object));
+    json_object *v = NULL, *id = NULL, *method = NULL, *err = NULL;
+    FUZZ_ASSERT(json_object_object_get_ex(m, "jsonrpc", &v) && json_object_is_type(v, json_type_string) &&
+                strcmp(json_object_get_string(v), "2.0") == 0);
+    bool has_id = json_object_object_get_ex(m, "id", &id);
+    bool has_method = json_object_object_get_ex(m, "method", &method);
+    bool has_result = json_object_object_get_ex(m, "result", NULL);
+    bool has_error = json_object_object_get_ex(m, "error", &err);
+    if (final) {
+        /* A response: an id (null only for errors) and exactly one outcome. */
+        FUZZ_ASSERT(has_id && !has_method && has_result != has_error);
+        FUZZ_ASSERT(id == NULL ? has_error
+                               : json_object_is_type(id, json_type_int) || json_object_is_type(id, json_type_string));
+        if (has_error) {
+            json_object *code = NULL, *msg = NULL;
+            FUZZ_ASSERT(json_object_object_get_ex(err, "code", &code) && json_object_is_type(code, json_type_int));
+            FUZZ_ASSERT(json_object_object_get_ex(err, "message", &msg) && json_object_is_type(msg, json_type_string));
+        }
+    } else {
+        /* A notification or a server->client request. */
+        FUZZ_ASSERT(has_method && json_object_is_type(method, json_type_string) && !has_result && !has_error);
+        FUZZ_ASSERT(!has_id || json_object_is_type(id, json_type_int));
+    }
+    json_object_put(m);
+}
+
+static void s_send(void *transport, void *origin, const char *json, size_t len, bool final)
+{
+    s_check_message(json, len, final);
+    if (final)
+        s_finals++;
+}
+
+static void s_forget(mcp_call_t *call)
+{
+    for (int i = 0; i < KEEP_MAX; i++)
+        if (s_kept[i] == call)
+            s_kept[i] = NULL;
+}
+
+static bool s_keep(mcp_call_t *call);
+
+static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+{
+    s_forget(call);
+}
+
+static void s_on_answer(void *ud, json_object *result, json_object *error)
+{
+    mcp_call_t *call = ud;
+    if (!result && !error)
+        return; /* abandoned: the call is being freed */
+    s_forget(call);
+    mcp_call_on_cancel(call, NULL, NULL);
+    mcp_call_text(call, result ? json_object_to_json_string(result) : "declined", false);
+}
+
+static bool s_keep(mcp_call_t *call)
+{
+    for (int i = 0; i < KEEP_MAX; i++) {
+        if (!s_kept[i]) {
+            s_kept[i] = call;
+            mcp_call_on_cancel(call, s_on_cancel, NULL);
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *s_arg(json_object *args, const char *key)
+{
+    json_object *v = NULL;
+    return json_object_object_get_ex(args, key, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : NULL;
+}
+
+static void s_run(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *code = s_arg(args, "code");
+    if (!code)
+        code = s_arg(args, "input");
+    if (!code) {
+        mcp_call_text(call, "run: nothing to do", true);
+        return;
+    }
+    if (strncmp(code, "keep", 4) == 0 && s_keep(call)) {
+        mcp_call_log(call, MCP_LOG_INFO, "stdout", code, strlen(code));
+        mcp_call_progress(call, 1, -1, code);
+        return;
+    }
+    if (strncmp(code, "ask", 3) == 0 && s_keep(call)) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "message", json_object_new_string(code));
+        mcp_call_request(call, "elicitation/create", p, s_on_answer, call);
+        return;
+    }
+    /* What the real run does with kernel text: clean, bound, render. */
+    output_t *out = output_new(NULL);
+    output_write(out, code, strlen(code), NULL);
+    buf_t b;
+    buf_init(&b, 0);
+    output_render(out, &b);
+    mcp_call_text(call, buf_str(&b), false);
+    buf_free(&b);
+    output_destroy(&out);
+}
+
+static void s_look(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *at = s_arg(args, "at");
+    if (!at) {
+        mcp_call_text(call, "No variables.", false);
+        return;
+    }
+    char err[512];
+    char *segs = lookpath_parse(at, err, sizeof err);
+    if (!segs) {
+        char *msg = xasprintf("look: %s", err);
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    mcp_call_text(call, segs, false);
+    free(segs);
+}
+
+static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *op = s_arg(args, "op");
+    mcp_call_text(call, op ? op : "?", false);
+}
+
+static mcp_server_t *s_server(void)
+{
+    static mcp_server_t *srv;
+    if (srv)
+        return srv;
+    srv = mcp_server_new("rat-py", "0.0.0-fuzz", tools_instructions());
+    static void (*const describe[3])(mcp_tool_t *) = {tool_run_describe, tool_look_describe, tool_ctl_describe};
+    static mcp_tool_fn *const fns[3] = {s_run, s_look, s_ctl};
+    for (int i = 0; i < 3; i++) {
+        mcp_tool_t t;
+        describe[i](&t);
+        t.fn = fns[i];
+        mcp_server_add_tool(srv, &t);
+    }
+    return srv;
+}
+
+/* How many responses a line must produce, from its JSON-RPC class. */
+static void s_handle_line(mcp_session_t *session, const char *line, size_t len)
+{
+    jsonrpc_msg_t m;
+    jsonrpc_parse(line, len, &m);
+    jsonrpc_kind_t kind = m.kind;
+    jsonrpc_msg_free(&m);
+    size_t calls_before = mcp_session_calls(session);
+    s_finals = 0;
+    mcp_session_handle(session, line, len, NULL);
+    size_t calls_after = mcp_session_calls(session);
+    switch (kind) {
+    case JSONRPC_INVALID:
+        FUZZ_ASSERT(s_finals == 1);
+        break;
+    case JSONRPC_REQUEST:
+        /* Answered now, or kept open (then nothing was sent for it yet). */
+        FUZZ_ASSERT(calls_after == calls_before + 1 ? s_finals == 0 : s_finals == 1);
+        break;
+    case JSONRPC_NOTIFICATION:
+        FUZZ_ASSERT(s_finals == 0);
+        break;
+    case JSONRPC_RESPONSE:
+        /* It may answer an elicitation, which finishes that call. */
+        FUZZ_ASSERT(s_finals <= 1);
+        break;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    mcp_session_t *session = mcp_session_new(s_server(), s_send, NULL);
+    const char *p = (const char *)data;
+    size_t start = 0;
+    for (size_t i = 0; i <= size; i++) {
+        if (i < size && p[i] != '\n')
+            continue;
+        if (i > start)
+            s_handle_line(session, p + start, i - start);
+        start = i + 1;
+    }
+    /* Half of what is still open is answered, the rest goes with the session. */
+    for (int i = 0; i < KEEP_MAX; i += 2) {
+        mcp_call_t *call = s_kept[i];
+        if (call) {
+            s_kept[i] = NULL;
+            mcp_call_on_cancel(call, NULL, NULL);
+            mcp_call_text(call, "done", false);
+        }
+    }
+    mcp_session_destroy(&session);
+    for (int i = 0; i < KEEP_MAX; i++)
+        FUZZ_ASSERT(s_kept[i] == NULL);
+    return 0;
+}
