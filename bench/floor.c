@@ -132,6 +132,20 @@ static void *s_socket(void *ctx, int type, const connfile_t *ci, int which, cons
     return s;
 }
 
+/* This process's VmRSS in kB: what a minimal libzmq client holds. */
+static long s_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -217,6 +231,7 @@ int main(int argc, char **argv)
         int64_t t_first = loop_now_us();
         printf("ready_ms %.1f\n", (double)(t_ready - t0) / 1000.0);
         printf("first_result_ms %.1f\n", (double)(t_first - t0) / 1000.0);
+        printf("rss_kb %ld\n", s_rss_kb());
     } else if (strcmp(mode, "rt") == 0) {
         for (int i = 0; i < 50; i++)
             s_execute(&c, "x = 42", NULL);

@@ -29,6 +29,7 @@
 #include "kernelspec.h"
 #include "lang.h"
 #include "mem.h"
+#include "mhd_dl.h"
 #include "yaml_block.h"
 
 #define REPLY_MAX (16u << 20)     /* bytes of one server line */
@@ -515,6 +516,14 @@ done:
         free(why);
         free(assets);
         free(cwd);
+    }
+    {
+        /* Optional: only --http needs it, so a missing one is information. */
+        char what[600];
+        if (mhd_dl_available(what, sizeof what))
+            s_ok("HTTP transport (--http): %s", what);
+        else
+            s_info("HTTP transport (--http): unavailable: %s", what);
     }
     s_check_mcp2cli(fam, self);
     free(self);

@@ -12,7 +12,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <microhttpd.h>
 #include <sodium.h>
 #include <zmq.h>
 
@@ -20,6 +19,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mem.h"
+#include "mhd_dl.h" /* last: it renames the MHD_* calls */
 
 #define SESSION_ID_HEX 32                 /* 128 random bits */
 #define STREAM_DROP_NOTIFY (4u << 20)     /* unsent bytes past which notifications are dropped */
@@ -798,6 +798,8 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
                  host);
         return NULL;
     }
+    if (mhd_dl_load(err, errlen) < 0)
+        return NULL;
     transport_http_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
     self->server = server;
