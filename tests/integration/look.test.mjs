@@ -135,7 +135,11 @@ test('completions count characters, not bytes, before the cursor', async () => {
   assert.match(r.text, /^math/m);
   assert.equal(r.result.structuredContent.cursor_start, 6);
   const r2 = await look(h, { code: "'é' + ma" }); // cursor defaults to the end
-  assert.equal(r2.text, r.text);
+  // The same completions at the same place. (Not the same text: how many
+  // rows get a type and signature depends on how fast Jedi answers.)
+  const names = (x) => x.result.structuredContent.items.map((i) => i.label);
+  assert.deepEqual(names(r2), names(r));
+  assert.equal(r2.result.structuredContent.cursor_start, 6);
 });
 
 test('no completions, and more than 20 are capped', async () => {
