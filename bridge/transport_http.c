@@ -199,14 +199,22 @@ static enum MHD_Result s_send_body(transport_http_t *self, struct MHD_Connection
     return s_queue(self, c, status, r);
 }
 
-/* An HTTP error with a JSON-RPC error body (id null), like the SDK server. */
-static enum MHD_Result s_error(transport_http_t *self, struct MHD_Connection *c, unsigned status, int code,
-                              const char *msg)
+/* An HTTP error with a JSON-RPC error body answering the request whose id
+ * is `id` (NULL: id null). */
+static enum MHD_Result s_error_id(transport_http_t *self, struct MHD_Connection *c, unsigned status,
+                                  json_object *id, int code, const char *msg)
 {
-    char *body = jsonrpc_error(NULL, code, msg, NULL);
+    char *body = jsonrpc_error(id, code, msg, NULL);
     enum MHD_Result rc = s_send_body(self, c, status, "application/json", body, strlen(body), NULL);
     free(body);
     return rc;
+}
+
+/* A transport error (headers, session, size): id null, like the SDK server. */
+static enum MHD_Result s_error(transport_http_t *self, struct MHD_Connection *c, unsigned status, int code,
+                              const char *msg)
+{
+    return s_error_id(self, c, status, NULL, code, msg);
 }
 
 /* ------------------------------------------------------------ streams */
@@ -445,24 +453,29 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
     jsonrpc_parse(buf_str(&req->body), req->body.len, &m);
     if (m.kind == JSONRPC_INVALID) {
         /* Not one JSON-RPC message: answered here, with the error it earns. */
-        char *body = jsonrpc_error(m.id, m.err_code, m.err_msg, NULL);
+        enum MHD_Result r = s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m.id, m.err_code, m.err_msg);
         jsonrpc_msg_free(&m);
-        enum MHD_Result r = s_send_body(self, c, MHD_HTTP_BAD_REQUEST, "application/json", body, strlen(body), NULL);
-        free(body);
         return r;
     }
-    bool is_init = m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
+    /* By length too: "initialize\u0000x" names no method (mcp.c answers it
+     * -32601, as over stdio), though strcmp would see "initialize". */
+    bool is_init = m.kind == JSONRPC_REQUEST && m.method_len == strlen("initialize") &&
+                   strcmp(m.method, "initialize") == 0;
     bool is_request = m.kind == JSONRPC_REQUEST;
     const char *method = m.method ? m.method : "";
     s_session_t *sess = NULL;
     enum MHD_Result rc;
     if (!sid) {
         if (!is_init) {
-            bool unknown = is_request && strcmp(method, "server/discover") == 0;
+            if (is_request && strcmp(method, "server/discover") == 0) {
+                /* An MCP answer to a request that was read: its id, as over
+                 * stdio (JSON-RPC wants null only for an unreadable id). */
+                rc = s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m.id, JSONRPC_METHOD_NOT_FOUND,
+                                "Method not found: server/discover (this server speaks MCP 2025-11-25: send initialize)");
+                jsonrpc_msg_free(&m);
+                return rc;
+            }
             jsonrpc_msg_free(&m);
-            if (unknown)
-                return s_error(self, c, MHD_HTTP_BAD_REQUEST, JSONRPC_METHOD_NOT_FOUND,
-                               "Method not found: server/discover (this server speaks MCP 2025-11-25: send initialize)");
             return s_error(self, c, MHD_HTTP_BAD_REQUEST, -32000,
                            "Bad Request: Mcp-Session-Id header is required (send initialize first)");
         }
@@ -480,9 +493,13 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
             return s_error(self, c, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
         }
         if (is_init) {
+            /* The request and its id were read, so the error carries that id
+             * (JSON-RPC 2.0: null only when the id could not be determined),
+             * as the same initialize gets over stdio. */
+            rc = s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m.id, JSONRPC_INVALID_REQUEST,
+                            "Invalid Request: this session is already initialized");
             jsonrpc_msg_free(&m);
-            return s_error(self, c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
-                           "Invalid Request: this session is already initialized");
+            return rc;
         }
     }
     jsonrpc_msg_free(&m);
