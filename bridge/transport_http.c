@@ -62,8 +62,9 @@ struct s_session {
 typedef struct {
     bool started;
     bool answered;                /* a response was queued early */
-    buf_t body;
+    buf_t body;                   /* counted in transport->body_bytes */
     bool too_big;
+    bool busy;                    /* refused: all bodies together hit max_bodies */
     s_stream_t *stream;           /* POST that became SSE, or GET stream */
 } s_req_t;
 
@@ -84,6 +85,8 @@ struct transport_http {
     char *token;                  /* owned */
     char **allow_origins;         /* owned */
     size_t max_body;
+    size_t max_bodies;
+    size_t body_bytes;            /* held in request bodies right now */
     unsigned max_sessions, nsessions;
     int session_idle_s;
     s_session_t *sessions;        /* owned list */
@@ -215,6 +218,13 @@ static enum MHD_Result s_error(transport_http_t *self, struct MHD_Connection *c,
                               const char *msg)
 {
     return s_error_id(self, c, status, NULL, code, msg);
+}
+
+/* Frees a request's body and gives its bytes back to the shared budget. */
+static void s_body_drop(transport_http_t *self, s_req_t *req)
+{
+    self->body_bytes -= req->body.len;
+    buf_free(&req->body);
 }
 
 /* ------------------------------------------------------------ streams */
@@ -449,6 +459,16 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
     const char *sid = s_header(c, "Mcp-Session-Id");
     if (req->too_big)
         return s_error(self, c, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, "Request body is too large");
+    if (req->busy) {
+        char *body = jsonrpc_error(NULL, -32000, "Server busy: too much request data is arriving at once; retry", NULL);
+        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
+        free(body);
+        if (!r)
+            return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return s_queue(self, c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+    }
     jsonrpc_msg_t m;
     jsonrpc_parse(buf_str(&req->body), req->body.len, &m);
     if (m.kind == JSONRPC_INVALID) {
@@ -662,7 +682,7 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
         const char *cl = s_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > self->max_body) {
             req->too_big = true;
-            buf_free(&req->body);
+            s_body_drop(self, req);
         }
     }
     return MHD_YES;
@@ -682,9 +702,21 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
         return s_first_call(self, c, url, method, req);
     }
     if (*upload_data_size) {
-        if (!req->answered && !req->too_big && buf_append(&req->body, upload_data, *upload_data_size) < 0) {
-            req->too_big = true;
-            buf_free(&req->body);
+        size_t n = *upload_data_size;
+        if (!req->answered && !req->too_big && !req->busy) {
+            if (req->body.len + n > self->max_body) {
+                req->too_big = true;
+                s_body_drop(self, req);
+            } else if (self->body_bytes + n > self->max_bodies) {
+                /* Each body is bounded, and so are all of them together:
+                 * otherwise 2048 connections each sending 4 MiB slowly
+                 * would hold 8 GiB. The rest of this one is discarded as it
+                 * arrives, then it gets 503. */
+                req->busy = true;
+                s_body_drop(self, req);
+            } else if (buf_append(&req->body, upload_data, n) == 0) {
+                self->body_bytes += n;
+            }
         }
         *upload_data_size = 0;
         return MHD_YES;
@@ -697,8 +729,13 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
             return s_error(self, c, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "Method not allowed");
         return s_handle_route(self, c, url);
     }
-    if (strcmp(method, "POST") == 0)
-        return s_handle_post(self, c, req);
+    if (strcmp(method, "POST") == 0) {
+        enum MHD_Result rc = s_handle_post(self, c, req);
+        /* Handled: the body's budget is free again, though an SSE answer may
+         * keep the connection (and req) for the whole run. */
+        s_body_drop(self, req);
+        return rc;
+    }
     if (strcmp(method, "GET") == 0)
         return s_handle_get_mcp(self, c, req);
     return s_handle_delete(self, c);
@@ -706,6 +743,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
 
 static void s_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+    transport_http_t *self = cls;
     s_req_t *req = *con_cls;
     if (!req)
         return;
@@ -714,7 +752,7 @@ static void s_completed(void *cls, struct MHD_Connection *c, void **con_cls, enu
             log_debug("stream closed early (code %d)", (int)toe);
         s_stream_free(req->stream);
     }
-    buf_free(&req->body);
+    s_body_drop(self, req);
     free(req);
     *con_cls = NULL;
 }
@@ -822,6 +860,7 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     self->token = o->token && *o->token ? xstrdup(o->token) : NULL;
     self->allow_origins = strv_dup(o->allow_origins);
     self->max_body = o->max_body ? o->max_body : (4u << 20);
+    self->max_bodies = o->max_bodies ? o->max_bodies : (64u << 20);
     self->max_sessions = o->max_sessions ? o->max_sessions : 256;
     self->session_idle_s = o->session_idle_s > 0 ? o->session_idle_s : 3600;
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;

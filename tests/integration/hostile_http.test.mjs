@@ -17,10 +17,14 @@
 // Every body is strict UTF-8; no response but initialize's carries a session
 // id; the hostile session's GET stream receives nothing. After each batch a
 // ping on a separate session is answered within 100 ms (ms() scales that
-// under valgrind); peak RSS (VmHWM) stays bounded.
+// under valgrind); peak RSS (VmHWM) stays bounded. A second test holds 40
+// bodies of 4 MiB open at once: rat-py keeps at most 64 MiB of them and
+// answers the others 503.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
+import net from 'node:net';
+import { once } from 'node:events';
 import { startHttp, ms, WRAPPED } from './lib.mjs';
 import { hostileGenerator, req, decodeMessage, checkResponse, vmHWM } from './hostile_gen.mjs';
 
@@ -277,3 +281,65 @@ test(`${TOTAL} hostile messages over HTTP: the documented status and error for e
   }
 });
 
+/** A raw POST whose body stops `held` bytes short; finish() sends the rest and resolves to the response. */
+async function heldPost(port, sid, body, held) {
+  const sock = net.connect(port, '127.0.0.1');
+  sock.on('error', () => {});
+  await once(sock, 'connect');
+  const chunks = [];
+  sock.on('data', (d) => chunks.push(d));
+  const closed = once(sock, 'close');
+  const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+    `Accept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\nConnection: close\r\n` +
+    `Content-Length: ${body.length}\r\n\r\n`;
+  sock.write(head);
+  if (!sock.write(body.subarray(0, body.length - held))) await once(sock, 'drain');
+  return {
+    async finish() {
+      sock.write(body.subarray(body.length - held));
+      await closed;
+      const raw = Buffer.concat(chunks);
+      const split = raw.indexOf('\r\n\r\n');
+      const headers = raw.subarray(0, split).toString();
+      return { status: Number(/^HTTP\/1\.1 (\d+)/.exec(headers)?.[1]), headers, bytes: raw.subarray(split + 4) };
+    },
+  };
+}
+
+test('40 bodies of 4 MiB arriving at once: at most 64 MiB of them held, the others 503, the budget comes back', async (t) => {
+  const N = 40;
+  const srv = await startHttp();
+  try {
+    const sid = await session(srv.base);
+    const before = vmHWM(srv.proc.pid);
+    const posts = [];
+    for (let i = 0; i < N; i++) posts.push(await heldPost(srv.port, sid, paddedPing(`held-${i}`, MAX_BODY), 10));
+    await new Promise((r) => setTimeout(r, ms(500))); // rat-py reads what the sockets still buffer
+    const held = vmHWM(srv.proc.pid);
+    const answers = [];
+    for (const p of posts) answers.push(await p.finish());
+    const peak = vmHWM(srv.proc.pid);
+    const served = answers.filter((a) => a.status === 200);
+    const busy = answers.filter((a) => a.status === 503);
+    t.diagnostic(`${served.length} served, ${busy.length} refused with 503; VmHWM ${before.toFixed(1)} MB before, ` +
+      `${held.toFixed(1)} MB with the bodies held, ${peak.toFixed(1)} MB after answering them`);
+    assert.equal(served.length + busy.length, N, `statuses: ${answers.map((a) => a.status)}`);
+    assert.ok(served.length >= 1 && served.length <= 16, `${served.length} bodies of 4 MiB held at once`);
+    for (const a of served) {
+      const got = decodeMessage(a.bytes);
+      assert.match(String(got.msg.id), /^held-\d+$/);
+      checkResponse(got, { kind: 'result', id: JSON.stringify(got.msg.id) }, 'held body');
+    }
+    for (const a of busy) {
+      assert.match(a.headers, /^Retry-After: 1$/mi);
+      checkResponse(decodeMessage(a.bytes), { kind: 'error', code: -32000, id: 'null', message: /busy/ }, '503');
+    }
+    // Without the shared budget, 40 held bodies would cost 160 MiB and more.
+    if (!WRAPPED && !process.env.RAT_PY_SANITIZED) assert.ok(peak - before < 96, `VmHWM grew by ${(peak - before).toFixed(1)} MB`);
+    // Every byte went back to the budget: 20 bodies of 4 MiB one after the other are all served.
+    for (let i = 0; i < 20; i++)
+      checkHttp(await post(srv.base, paddedPing(`again-${i}`, MAX_BODY), sid), { status: 200, body: { kind: 'result', id: `"again-${i}"` } }, `4 MiB body ${i} after`);
+  } finally {
+    await srv.stop();
+  }
+});
