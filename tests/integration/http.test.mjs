@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { spawnSync } from 'node:child_process';
-import { startHttp, connectHttp, call, RAT } from './lib.mjs';
+import { startHttp, connectHttp, call, ratCommand, ms } from './lib.mjs';
 
 const JSON_HDRS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const init = (id = 1) => JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
@@ -267,7 +267,8 @@ test('--token: missing or wrong token is 401, the right one works, assets too', 
 });
 
 test('a non-loopback address without a token refuses to start, with a clear message', async () => {
-  const p = spawnSync(RAT, ['--http', '--host', '0.0.0.0', '--port', '0'], { encoding: 'utf8', timeout: 10000 });
+  const { command, args } = ratCommand(['--http', '--host', '0.0.0.0', '--port', '0']);
+  const p = spawnSync(command, args, { encoding: 'utf8', timeout: ms(10000) });
   assert.equal(p.status, 2);
   assert.match(p.stderr, /refusing to serve on 0\.0\.0\.0 without --token/);
   assert.equal(p.stdout, '');
