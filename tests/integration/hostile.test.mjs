@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { ratCommand, scratch, checkSanitizers, ms } from './lib.mjs';
+import { ratCommand, scratch, checkSanitizers, ms, WRAPPED } from './lib.mjs';
 import { hostileGenerator, req, decodeMessage, checkResponse as check, vmHWM } from './hostile_gen.mjs';
 
 const TOTAL = 10_000;
@@ -19,6 +19,8 @@ const MAX_LINE = 16 * 1024 * 1024; // TRANSPORT_STDIO_MAX_LINE, documented in th
 // Peak RSS bound: the discarded 100 MB line may cost one 16 MiB line buffer
 // (allocated as 32 MiB, touched up to 16); a sanitizer build has shadow
 // memory and a quarantine on top.
+// Not checked under a wrapper (valgrind), whose own memory is what /proc
+// shows; the figure is still reported.
 const RSS_LIMIT_MB = process.env.RAT_PY_SANITIZED ? 512 : 64;
 
 const gen = hostileGenerator(20261129);
@@ -121,10 +123,11 @@ test('10 000 hostile messages: the right error for each, pings answered within 1
     latencies.sort((a, b) => a - b);
     t.diagnostic(`${sent} hostile messages; ping after each batch: median ${latencies[latencies.length >> 1].toFixed(2)} ms, ` +
       `max ${latencies[latencies.length - 1].toFixed(2)} ms; VmHWM ${rssBefore.toFixed(1)} MB after start, ` +
-      `${rssAfterBig.toFixed(1)} MB after the 100 MB line, ${peak.toFixed(1)} MB at the end (limit ${RSS_LIMIT_MB} MB)`);
+      `${rssAfterBig.toFixed(1)} MB after the 100 MB line, ${peak.toFixed(1)} MB at the end ` +
+      `(limit ${WRAPPED ? 'not checked under a wrapper' : `${RSS_LIMIT_MB} MB`})`);
     t.diagnostic(`kinds: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     assert.equal(sent, TOTAL);
-    assert.ok(peak < RSS_LIMIT_MB, `peak RSS ${peak.toFixed(1)} MB`);
+    if (!WRAPPED) assert.ok(peak < RSS_LIMIT_MB, `peak RSS ${peak.toFixed(1)} MB`);
   } finally {
     srv.child.stdin.end();
     const timer = setTimeout(() => srv.child.kill('SIGKILL'), ms(2000));
