@@ -62,8 +62,9 @@ struct s_session {
 typedef struct {
     bool started;
     bool answered;                /* a response was queued early */
-    buf_t body;
+    buf_t body;                   /* counted in transport->body_bytes */
     bool too_big;
+    bool busy;                    /* refused: all bodies together hit max_bodies */
     s_stream_t *stream;           /* POST that became SSE, or GET stream */
 } s_req_t;
 
@@ -84,6 +85,8 @@ struct transport_http {
     char *token;                  /* owned */
     char **allow_origins;         /* owned */
     size_t max_body;
+    size_t max_bodies;
+    size_t body_bytes;            /* held in request bodies right now */
     unsigned max_sessions, nsessions;
     int session_idle_s;
     s_session_t *sessions;        /* owned list */
@@ -199,14 +202,29 @@ static enum MHD_Result s_send_body(transport_http_t *self, struct MHD_Connection
     return s_queue(self, c, status, r);
 }
 
-/* An HTTP error with a JSON-RPC error body (id null), like the SDK server. */
-static enum MHD_Result s_error(transport_http_t *self, struct MHD_Connection *c, unsigned status, int code,
-                              const char *msg)
+/* An HTTP error with a JSON-RPC error body answering the request whose id
+ * is `id` (NULL: id null). */
+static enum MHD_Result s_error_id(transport_http_t *self, struct MHD_Connection *c, unsigned status,
+                                  json_object *id, int code, const char *msg)
 {
-    char *body = jsonrpc_error(NULL, code, msg, NULL);
+    char *body = jsonrpc_error(id, code, msg, NULL);
     enum MHD_Result rc = s_send_body(self, c, status, "application/json", body, strlen(body), NULL);
     free(body);
     return rc;
+}
+
+/* A transport error (headers, session, size): id null, like the SDK server. */
+static enum MHD_Result s_error(transport_http_t *self, struct MHD_Connection *c, unsigned status, int code,
+                              const char *msg)
+{
+    return s_error_id(self, c, status, NULL, code, msg);
+}
+
+/* Frees a request's body and gives its bytes back to the shared budget. */
+static void s_body_drop(transport_http_t *self, s_req_t *req)
+{
+    self->body_bytes -= req->body.len;
+    buf_free(&req->body);
 }
 
 /* ------------------------------------------------------------ streams */
@@ -441,28 +459,43 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
     const char *sid = s_header(c, "Mcp-Session-Id");
     if (req->too_big)
         return s_error(self, c, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, "Request body is too large");
+    if (req->busy) {
+        char *body = jsonrpc_error(NULL, -32000, "Server busy: too much request data is arriving at once; retry", NULL);
+        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
+        free(body);
+        if (!r)
+            return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return s_queue(self, c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+    }
     jsonrpc_msg_t m;
     jsonrpc_parse(buf_str(&req->body), req->body.len, &m);
     if (m.kind == JSONRPC_INVALID) {
         /* Not one JSON-RPC message: answered here, with the error it earns. */
-        char *body = jsonrpc_error(m.id, m.err_code, m.err_msg, NULL);
+        enum MHD_Result r = s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m.id, m.err_code, m.err_msg);
         jsonrpc_msg_free(&m);
-        enum MHD_Result r = s_send_body(self, c, MHD_HTTP_BAD_REQUEST, "application/json", body, strlen(body), NULL);
-        free(body);
         return r;
     }
-    bool is_init = m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
+    /* By length too: "initialize\u0000x" names no method (mcp.c answers it
+     * -32601, as over stdio), though strcmp would see "initialize". */
+    bool is_init = m.kind == JSONRPC_REQUEST && m.method_len == strlen("initialize") &&
+                   strcmp(m.method, "initialize") == 0;
     bool is_request = m.kind == JSONRPC_REQUEST;
     const char *method = m.method ? m.method : "";
     s_session_t *sess = NULL;
     enum MHD_Result rc;
     if (!sid) {
         if (!is_init) {
-            bool unknown = is_request && strcmp(method, "server/discover") == 0;
+            if (is_request && strcmp(method, "server/discover") == 0) {
+                /* An MCP answer to a request that was read: its id, as over
+                 * stdio (JSON-RPC wants null only for an unreadable id). */
+                rc = s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m.id, JSONRPC_METHOD_NOT_FOUND,
+                                "Method not found: server/discover (this server speaks MCP 2025-11-25: send initialize)");
+                jsonrpc_msg_free(&m);
+                return rc;
+            }
             jsonrpc_msg_free(&m);
-            if (unknown)
-                return s_error(self, c, MHD_HTTP_BAD_REQUEST, JSONRPC_METHOD_NOT_FOUND,
-                               "Method not found: server/discover (this server speaks MCP 2025-11-25: send initialize)");
             return s_error(self, c, MHD_HTTP_BAD_REQUEST, -32000,
                            "Bad Request: Mcp-Session-Id header is required (send initialize first)");
         }
@@ -480,9 +513,13 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
             return s_error(self, c, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
         }
         if (is_init) {
+            /* The request and its id were read, so the error carries that id
+             * (JSON-RPC 2.0: null only when the id could not be determined),
+             * as the same initialize gets over stdio. */
+            rc = s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m.id, JSONRPC_INVALID_REQUEST,
+                            "Invalid Request: this session is already initialized");
             jsonrpc_msg_free(&m);
-            return s_error(self, c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
-                           "Invalid Request: this session is already initialized");
+            return rc;
         }
     }
     jsonrpc_msg_free(&m);
@@ -645,7 +682,7 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
         const char *cl = s_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > self->max_body) {
             req->too_big = true;
-            buf_free(&req->body);
+            s_body_drop(self, req);
         }
     }
     return MHD_YES;
@@ -665,9 +702,21 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
         return s_first_call(self, c, url, method, req);
     }
     if (*upload_data_size) {
-        if (!req->answered && !req->too_big && buf_append(&req->body, upload_data, *upload_data_size) < 0) {
-            req->too_big = true;
-            buf_free(&req->body);
+        size_t n = *upload_data_size;
+        if (!req->answered && !req->too_big && !req->busy) {
+            if (req->body.len + n > self->max_body) {
+                req->too_big = true;
+                s_body_drop(self, req);
+            } else if (self->body_bytes + n > self->max_bodies) {
+                /* Each body is bounded, and so are all of them together:
+                 * otherwise 2048 connections each sending 4 MiB slowly
+                 * would hold 8 GiB. The rest of this one is discarded as it
+                 * arrives, then it gets 503. */
+                req->busy = true;
+                s_body_drop(self, req);
+            } else if (buf_append(&req->body, upload_data, n) == 0) {
+                self->body_bytes += n;
+            }
         }
         *upload_data_size = 0;
         return MHD_YES;
@@ -680,8 +729,13 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
             return s_error(self, c, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "Method not allowed");
         return s_handle_route(self, c, url);
     }
-    if (strcmp(method, "POST") == 0)
-        return s_handle_post(self, c, req);
+    if (strcmp(method, "POST") == 0) {
+        enum MHD_Result rc = s_handle_post(self, c, req);
+        /* Handled: the body's budget is free again, though an SSE answer may
+         * keep the connection (and req) for the whole run. */
+        s_body_drop(self, req);
+        return rc;
+    }
     if (strcmp(method, "GET") == 0)
         return s_handle_get_mcp(self, c, req);
     return s_handle_delete(self, c);
@@ -689,6 +743,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
 
 static void s_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+    transport_http_t *self = cls;
     s_req_t *req = *con_cls;
     if (!req)
         return;
@@ -697,7 +752,7 @@ static void s_completed(void *cls, struct MHD_Connection *c, void **con_cls, enu
             log_debug("stream closed early (code %d)", (int)toe);
         s_stream_free(req->stream);
     }
-    buf_free(&req->body);
+    s_body_drop(self, req);
     free(req);
     *con_cls = NULL;
 }
@@ -807,6 +862,7 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     self->token = o->token && *o->token ? xstrdup(o->token) : NULL;
     self->allow_origins = strv_dup(o->allow_origins);
     self->max_body = o->max_body ? o->max_body : (4u << 20);
+    self->max_bodies = o->max_bodies ? o->max_bodies : (64u << 20);
     self->max_sessions = o->max_sessions ? o->max_sessions : 256;
     self->session_idle_s = o->session_idle_s > 0 ? o->session_idle_s : 3600;
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;

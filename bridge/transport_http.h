@@ -34,6 +34,7 @@ typedef struct {
     char *const *allow_origins;  /* extra allowed Origin values, NULL-terminated (may be NULL) */
     bool allow_insecure_remote;  /* bind a non-loopback address without a token */
     size_t max_body;             /* bytes of one POST body; default 4 MiB */
+    size_t max_bodies;           /* bytes of all POST bodies being received at once; default 64 MiB */
     unsigned max_sessions;       /* default 256 */
     int session_idle_s;          /* idle sessions expire; default 3600 */
     unsigned max_connections;    /* default 2048 */

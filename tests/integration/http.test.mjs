@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { spawnSync } from 'node:child_process';
-import { startHttp, connectHttp, call, RAT } from './lib.mjs';
+import { startHttp, connectHttp, call, ratCommand, ms, until } from './lib.mjs';
 
 const JSON_HDRS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const init = (id = 1) => JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
@@ -237,7 +237,7 @@ test('200 open connections and a half-sent request do not stop a status call', a
     const h = await connectHttp(srv.url);
     const t0 = Date.now();
     const r = await call(h, 'ctl', { op: 'status' });
-    assert.ok(Date.now() - t0 < 2000, `status answered in ${Date.now() - t0} ms`);
+    assert.ok(Date.now() - t0 < ms(2000), `status answered in ${Date.now() - t0} ms`);
     assert.match(r.text, /^python /);
     await h.close();
   } finally {
@@ -267,7 +267,8 @@ test('--token: missing or wrong token is 401, the right one works, assets too', 
 });
 
 test('a non-loopback address without a token refuses to start, with a clear message', async () => {
-  const p = spawnSync(RAT, ['--http', '--host', '0.0.0.0', '--port', '0'], { encoding: 'utf8', timeout: 10000 });
+  const { command, args } = ratCommand(['--http', '--host', '0.0.0.0', '--port', '0']);
+  const p = spawnSync(command, args, { encoding: 'utf8', timeout: ms(10000) });
   assert.equal(p.status, 2);
   assert.match(p.stderr, /refusing to serve on 0\.0\.0\.0 without --token/);
   assert.equal(p.stdout, '');
@@ -287,7 +288,7 @@ test('a client that disconnects mid-run: the run goes on and ctl wait collects i
   sock.on('data', (d) => { got += d; });
   await new Promise((r) => sock.on('connect', r));
   sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: ${sid}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-  await new Promise((r) => setTimeout(r, 500));
+  await until(() => /tick 0/.test(got), ms(5000), 'the first tick on the stream');
   assert.match(got, /text\/event-stream[\s\S]*tick 0/);
   sock.destroy();
   await new Promise((r) => setTimeout(r, 600)); // the next output chunk shows the stream is gone

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { startHttp, connectHttp, call } from './lib.mjs';
+import { startHttp, connectHttp, call, ms } from './lib.mjs';
 
 const JSON_HDRS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 const initBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {} } });
@@ -28,7 +28,7 @@ function rssKb() {
   return Number(/VmRSS:\s+(\d+)/.exec(s)[1]);
 }
 
-async function promptStatus(limitMs = 2000) {
+async function promptStatus(limitMs = ms(2000)) {
   const t0 = Date.now();
   const r = await call(status, 'ctl', { op: 'status' });
   const dt = Date.now() - t0;

@@ -185,18 +185,21 @@ export function rawServer(args = [], env = {}) {
 }
 
 /**
- * Starts `rat-py --http --port 0` and waits for the URL it prints on stderr.
- * Returns { url, base, port, dir, proc, stderr(), stop() }.
+ * Starts `rat-py --http --port 0` (through RAT_PY_WRAPPER when set, like every
+ * other rat-py the tests start) and waits for the URL it prints on stderr.
+ * Returns { url, base, port, dir, proc, stderr(), stop() }; stop() sends
+ * SIGTERM and fails unless rat-py exits with status 0 (under valgrind, 99
+ * means it found errors or leaks).
  */
 export async function startHttp(args = [], env = {}) {
   const work = scratch();
-  const proc = spawn(RAT, ['--http', '--port', '0', '--cwd', work.dir, ...args],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const cmd = ratCommand(['--http', '--port', '0', '--cwd', work.dir, ...args]);
+  const proc = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';
   proc.stdout.on('data', (d) => { stdout += d; });
   const url = await new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`rat-py --http did not print its URL: ${stderr}`)), 15000);
+    const t = setTimeout(() => reject(new Error(`rat-py --http did not print its URL: ${stderr}`)), ms(15000));
     proc.stderr.on('data', (d) => {
       stderr += d;
       if (process.env.RAT_TEST_STDERR) process.stderr.write(d);
@@ -213,11 +216,13 @@ export async function startHttp(args = [], env = {}) {
     stdout: () => stdout,
     async stop() {
       proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 3000);
-      await exited;
+      const t = setTimeout(() => proc.kill('SIGKILL'), ms(3000));
+      const ex = await exited;
       clearTimeout(t);
       work.cleanup();
       checkSanitizers(stderr);
+      if (ex.code !== 0) throw new Error(`rat-py --http exit: ${JSON.stringify(ex)}\n${stderr.slice(-4000)}`);
+      return ex;
     },
   };
 }
