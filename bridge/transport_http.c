@@ -887,3 +887,9 @@ size_t transport_http_sessions(const transport_http_t *self)
 {
     return self->nsessions;
 }
+
+size_t transport_http_connections(const transport_http_t *self)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}

@@ -65,5 +65,9 @@ int transport_http_port(const transport_http_t *self);
 /* Adds a GET route: requests whose path starts with prefix go to fn. */
 void transport_http_route(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud);
 size_t transport_http_sessions(const transport_http_t *self);
+/* Open HTTP connections, suspended ones (held streams) included. Lets tests
+ * and the fuzz harness check that nothing is left behind once every client
+ * has gone and every session has ended. */
+size_t transport_http_connections(const transport_http_t *self);
 
 #endif
