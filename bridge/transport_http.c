@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <microhttpd.h>
 #include <sodium.h>
@@ -886,6 +887,15 @@ void transport_http_route(transport_http_t *self, const char *prefix, http_route
 size_t transport_http_sessions(const transport_http_t *self)
 {
     return self->nsessions;
+}
+
+int transport_http_adopt(transport_http_t *self, int fd)
+{
+    struct sockaddr_un peer = {.sun_family = AF_UNIX};
+    if (MHD_add_connection(self->daemon, fd, (struct sockaddr *)&peer, sizeof peer) != MHD_YES)
+        return -1; /* MHD closed fd */
+    s_schedule_run(self);
+    return 0;
 }
 
 size_t transport_http_connections(const transport_http_t *self)
