@@ -557,6 +557,12 @@ static enum MHD_Result s_handle_route(transport_http_t *self, struct MHD_Connect
             continue;
         http_reply_t rep = {.status = MHD_HTTP_NOT_FOUND, .content_type = "application/json", .fd = -1};
         r->fn(r->ud, url, &rep);
+        /* A route that left the reply alone does not know the path (/health
+         * under /healthz): pass it on, in the end to the JSON-RPC 404 of any
+         * unknown path. That reply used to go out as it stood, an empty body
+         * labelled application/json, which clients fail to parse. */
+        if (rep.status == MHD_HTTP_NOT_FOUND && !rep.body && rep.fd < 0)
+            continue;
         struct MHD_Response *resp;
         if (rep.fd >= 0) {
             resp = MHD_create_response_from_fd(rep.fd_size, rep.fd);

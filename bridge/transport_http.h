@@ -51,7 +51,9 @@ typedef struct {
     bool sandbox;                /* add Content-Security-Policy: sandbox (untrusted HTML/SVG) */
 } http_reply_t;
 
-/* Answers a GET under a registered prefix. path is the full request path. */
+/* Answers a GET under a registered prefix. path is the full request path.
+ * Leaving out as it came (404, no body, no fd) means "not mine": the path
+ * goes on to the next route, then to the transport's own 404. */
 typedef void (http_route_fn)(void *ud, const char *path, http_reply_t *out);
 
 /* Starts listening. Returns NULL with err filled (e.g. refusing a
