@@ -166,12 +166,14 @@ static void s_compact(loop_t *self)
     self->nwatches = j;
 }
 
-/* Runs every timer that is due. A timer callback may add timers; those run on a
- * later pass, so a 0 ms timer re-arming itself cannot starve I/O. */
-static void s_run_timers(loop_t *self)
+/* Runs every timer that is due and returns how many ran. A timer callback may
+ * add timers; those run on a later pass, so a 0 ms timer re-arming itself
+ * cannot starve I/O. */
+static int s_run_timers(loop_t *self)
 {
     int64_t now = loop_now_ms();
     uint64_t limit = self->next_timer_id;
+    int ran = 0;
     for (;;) {
         size_t best = SIZE_MAX;
         for (size_t i = 0; i < self->ntimers; i++)
@@ -179,12 +181,13 @@ static void s_run_timers(loop_t *self)
                 (best == SIZE_MAX || self->timers[i].due_ms < self->timers[best].due_ms))
                 best = i;
         if (best == SIZE_MAX)
-            return;
+            return ran;
         s_timer_t t = self->timers[best];
         self->timers[best] = self->timers[--self->ntimers];
         t.fn(self, t.ud);
+        ran++;
         if (self->stop)
-            return;
+            return ran;
     }
 }
 
@@ -200,29 +203,57 @@ static long s_timeout(loop_t *self)
     return wait < 0 ? 0 : (long)wait;
 }
 
+/* One pass: poll for at most max_wait ms (-1: until the next timer is due),
+ * serve the ready watches, run the due timers. Returns the number of
+ * callbacks run, or -1 when zmq_poll failed (errno set). */
+static int s_iterate(loop_t *self, long max_wait)
+{
+    s_compact(self);
+    if (self->capitems < self->nwatches) {
+        self->capitems = self->nwatches;
+        self->items = xrealloc(self->items, self->capitems * sizeof *self->items);
+        self->item_ids = xrealloc(self->item_ids, self->capitems * sizeof *self->item_ids);
+    }
+    int n = 0;
+    for (size_t i = 0; i < self->nwatches; i++) {
+        s_watch_t *w = &self->watches[i];
+        if (!w->events)
+            continue;
+        self->items[n].socket = w->zsock;
+        self->items[n].fd = w->zsock ? 0 : w->fd;
+        self->items[n].events = (short)w->events;
+        self->items[n].revents = 0;
+        self->item_ids[n] = w->id;
+        n++;
+    }
+    long wait = s_timeout(self);
+    if (max_wait >= 0 && (wait < 0 || wait > max_wait))
+        wait = max_wait;
+    int rc = zmq_poll(self->items, n, wait);
+    if (rc < 0)
+        return -1;
+    int ran = 0;
+    for (int i = 0; i < n && rc > 0 && !self->stop; i++) {
+        if (!self->items[i].revents)
+            continue;
+        s_watch_t *w = s_find(self, self->item_ids[i]);
+        if (w && (w->events & self->items[i].revents & (ZMQ_POLLIN | ZMQ_POLLOUT))) {
+            w->fn(self, w->ud, self->items[i].revents);
+            ran++;
+        } else if (w && (self->items[i].revents & ZMQ_POLLERR)) {
+            w->fn(self, w->ud, self->items[i].revents);
+            ran++;
+        }
+    }
+    if (!self->stop)
+        ran += s_run_timers(self);
+    return ran;
+}
+
 int loop_run(loop_t *self)
 {
     while (!self->stop) {
-        s_compact(self);
-        if (self->capitems < self->nwatches) {
-            self->capitems = self->nwatches;
-            self->items = xrealloc(self->items, self->capitems * sizeof *self->items);
-            self->item_ids = xrealloc(self->item_ids, self->capitems * sizeof *self->item_ids);
-        }
-        int n = 0;
-        for (size_t i = 0; i < self->nwatches; i++) {
-            s_watch_t *w = &self->watches[i];
-            if (!w->events)
-                continue;
-            self->items[n].socket = w->zsock;
-            self->items[n].fd = w->zsock ? 0 : w->fd;
-            self->items[n].events = (short)w->events;
-            self->items[n].revents = 0;
-            self->item_ids[n] = w->id;
-            n++;
-        }
-        int rc = zmq_poll(self->items, n, s_timeout(self));
-        if (rc < 0) {
+        if (s_iterate(self, -1) < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == ETERM)
@@ -230,18 +261,11 @@ int loop_run(loop_t *self)
             log_error("zmq_poll: %s", zmq_strerror(errno));
             return -1;
         }
-        for (int i = 0; i < n && rc > 0 && !self->stop; i++) {
-            if (!self->items[i].revents)
-                continue;
-            s_watch_t *w = s_find(self, self->item_ids[i]);
-            if (w && (w->events & self->items[i].revents & (ZMQ_POLLIN | ZMQ_POLLOUT))) {
-                w->fn(self, w->ud, self->items[i].revents);
-            } else if (w && (self->items[i].revents & ZMQ_POLLERR)) {
-                w->fn(self, w->ud, self->items[i].revents);
-            }
-        }
-        if (!self->stop)
-            s_run_timers(self);
     }
     return 0;
+}
+
+int loop_run_once(loop_t *self, int timeout_ms)
+{
+    return s_iterate(self, timeout_ms < 0 ? 0 : timeout_ms);
 }

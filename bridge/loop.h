@@ -38,6 +38,13 @@ void loop_timer_cancel(loop_t *self, uint64_t id);
 
 /* Runs until loop_stop. Returns 0, or -1 when zmq_poll fails unexpectedly. */
 int loop_run(loop_t *self);
+/* One iteration of loop_run, for tests and fuzz harnesses that drive the
+ * loop themselves: waits at most timeout_ms (0: not at all; sooner when a
+ * timer is due) for I/O, serves what is ready, then runs the timers that are
+ * due. Returns how many callbacks ran (0: nothing was ready, which with
+ * timeout 0 means the loop is idle), or -1 when zmq_poll failed (errno set;
+ * EINTR when a signal cut the wait short: nothing was served, try again). */
+int loop_run_once(loop_t *self, int timeout_ms);
 void loop_stop(loop_t *self);
 bool loop_stopping(const loop_t *self);
 

@@ -32,6 +32,7 @@ typedef struct {
     const char *(*lookup_connection_value)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
     void (*suspend_connection)(struct MHD_Connection *);
     enum MHD_Result (*resume_connection)(struct MHD_Connection *);
+    enum MHD_Result (*add_connection)(struct MHD_Daemon *, int, const struct sockaddr *, socklen_t);
 } mhd_dl_t;
 
 /* The table; valid once mhd_dl_load() returned 0. */
@@ -61,6 +62,7 @@ bool mhd_dl_available(char *what, size_t whatlen);
 #define MHD_lookup_connection_value mhd_dl.lookup_connection_value
 #define MHD_suspend_connection mhd_dl.suspend_connection
 #define MHD_resume_connection mhd_dl.resume_connection
+#define MHD_add_connection mhd_dl.add_connection
 #endif
 
 #endif

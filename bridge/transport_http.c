@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <sodium.h>
 #include <zmq.h>
@@ -593,6 +594,12 @@ static enum MHD_Result s_handle_route(transport_http_t *self, struct MHD_Connect
             continue;
         http_reply_t rep = {.status = MHD_HTTP_NOT_FOUND, .content_type = "application/json", .fd = -1};
         r->fn(r->ud, url, &rep);
+        /* A route that left the reply alone does not know the path (/health
+         * under /healthz): pass it on, in the end to the JSON-RPC 404 of any
+         * unknown path. That reply used to go out as it stood, an empty body
+         * labelled application/json, which clients fail to parse. */
+        if (rep.status == MHD_HTTP_NOT_FOUND && !rep.body && rep.fd < 0)
+            continue;
         struct MHD_Response *resp;
         if (rep.fd >= 0) {
             resp = MHD_create_response_from_fd(rep.fd_size, rep.fd);
@@ -944,4 +951,19 @@ void transport_http_route(transport_http_t *self, const char *prefix, http_route
 size_t transport_http_sessions(const transport_http_t *self)
 {
     return self->nsessions;
+}
+
+int transport_http_adopt(transport_http_t *self, int fd)
+{
+    struct sockaddr_un peer = {.sun_family = AF_UNIX};
+    if (MHD_add_connection(self->daemon, fd, (struct sockaddr *)&peer, sizeof peer) != MHD_YES)
+        return -1; /* MHD closed fd */
+    s_schedule_run(self);
+    return 0;
+}
+
+size_t transport_http_connections(const transport_http_t *self)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
 }

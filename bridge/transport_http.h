@@ -52,7 +52,9 @@ typedef struct {
     bool sandbox;                /* add Content-Security-Policy: sandbox (untrusted HTML/SVG) */
 } http_reply_t;
 
-/* Answers a GET under a registered prefix. path is the full request path. */
+/* Answers a GET under a registered prefix. path is the full request path.
+ * Leaving out as it came (404, no body, no fd) means "not mine": the path
+ * goes on to the next route, then to the transport's own 404. */
 typedef void (http_route_fn)(void *ud, const char *path, http_reply_t *out);
 
 /* Starts listening. Returns NULL with err filled (e.g. refusing a
@@ -66,5 +68,15 @@ int transport_http_port(const transport_http_t *self);
 /* Adds a GET route: requests whose path starts with prefix go to fn. */
 void transport_http_route(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud);
 size_t transport_http_sessions(const transport_http_t *self);
+/* Serves fd, a connected stream socket (e.g. one end of a socketpair), as a
+ * client accepted on the listening socket: same limits, same handling. The
+ * transport owns fd from then on, also when it refuses it (-1, errno set).
+ * For the fuzz harness: a socketpair costs a fraction of a loopback TCP
+ * connection. */
+int transport_http_adopt(transport_http_t *self, int fd);
+/* Open HTTP connections, suspended ones (held streams) included. Lets tests
+ * and the fuzz harness check that nothing is left behind once every client
+ * has gone and every session has ended. */
+size_t transport_http_connections(const transport_http_t *self);
 
 #endif

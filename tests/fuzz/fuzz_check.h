@@ -49,4 +49,49 @@ static inline json_object *fuzz_parse_json(const char *s, size_t n)
     return o;
 }
 
+/* What a message sent to the client is expected to be. */
+typedef enum {
+    FUZZ_MSG_RESPONSE, /* the response that ends a request */
+    FUZZ_MSG_OTHER,    /* a notification or a server->client request */
+    FUZZ_MSG_ANY,      /* either; the caller learns which from the result */
+} fuzz_msg_t;
+
+/* Asserts that json[0..len) is one JSON-RPC 2.0 message in strict UTF-8, on
+ * one line, with no NUL: a response has an id (null only for an error) and
+ * exactly one of result and error (an error with an integer code and a string
+ * message); anything else has a string method, no result or error, and at
+ * most an integer id. Returns whether it is a response. */
+static inline bool fuzz_check_jsonrpc(const char *json, size_t len, fuzz_msg_t want)
+{
+    FUZZ_ASSERT(len > 0 && !memchr(json, '\0', len));
+    FUZZ_ASSERT(!memchr(json, '\n', len) && !memchr(json, '\r', len));
+    FUZZ_ASSERT(fuzz_utf8_ok(json, len));
+    json_object *m = fuzz_parse_json(json, len);
+    FUZZ_ASSERT(m && json_object_is_type(m, json_type_object));
+    json_object *v = NULL, *id = NULL, *method = NULL, *err = NULL;
+    FUZZ_ASSERT(json_object_object_get_ex(m, "jsonrpc", &v) && json_object_is_type(v, json_type_string) &&
+                strcmp(json_object_get_string(v), "2.0") == 0);
+    bool has_id = json_object_object_get_ex(m, "id", &id);
+    bool has_method = json_object_object_get_ex(m, "method", &method);
+    bool has_result = json_object_object_get_ex(m, "result", NULL);
+    bool has_error = json_object_object_get_ex(m, "error", &err);
+    bool response = !has_method;
+    FUZZ_ASSERT(want == FUZZ_MSG_ANY || response == (want == FUZZ_MSG_RESPONSE));
+    if (response) {
+        FUZZ_ASSERT(has_id && has_result != has_error);
+        FUZZ_ASSERT(id == NULL ? has_error
+                               : json_object_is_type(id, json_type_int) || json_object_is_type(id, json_type_string));
+        if (has_error) {
+            json_object *code = NULL, *msg = NULL;
+            FUZZ_ASSERT(json_object_object_get_ex(err, "code", &code) && json_object_is_type(code, json_type_int));
+            FUZZ_ASSERT(json_object_object_get_ex(err, "message", &msg) && json_object_is_type(msg, json_type_string));
+        }
+    } else {
+        FUZZ_ASSERT(json_object_is_type(method, json_type_string) && !has_result && !has_error);
+        FUZZ_ASSERT(!has_id || json_object_is_type(id, json_type_int));
+    }
+    json_object_put(m);
+    return response;
+}
+
 #endif

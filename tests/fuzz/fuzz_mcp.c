@@ -27,41 +27,10 @@
 static int s_finals;                 /* responses sent for the current line */
 static mcp_call_t *s_kept[KEEP_MAX]; /* calls left open by "keep" / "ask" */
 
-static void s_check_message(const char *json, size_t len, bool final)
-{
-    FUZZ_ASSERT(len > 0 && strlen(json) == len);
-    FUZZ_ASSERT(!memchr(json, '\n', len) && !memchr(json, '\r', len));
-    FUZZ_ASSERT(fuzz_utf8_ok(json, len));
-    json_object *m = fuzz_parse_json(json, len);
-    FUZZ_ASSERT(m && json_object_is_type(m, json_type_object));
-    json_object *v = NULL, *id = NULL, *method = NULL, *err = NULL;
-    FUZZ_ASSERT(json_object_object_get_ex(m, "jsonrpc", &v) && json_object_is_type(v, json_type_string) &&
-                strcmp(json_object_get_string(v), "2.0") == 0);
-    bool has_id = json_object_object_get_ex(m, "id", &id);
-    bool has_method = json_object_object_get_ex(m, "method", &method);
-    bool has_result = json_object_object_get_ex(m, "result", NULL);
-    bool has_error = json_object_object_get_ex(m, "error", &err);
-    if (final) {
-        /* A response: an id (null only for errors) and exactly one outcome. */
-        FUZZ_ASSERT(has_id && !has_method && has_result != has_error);
-        FUZZ_ASSERT(id == NULL ? has_error
-                               : json_object_is_type(id, json_type_int) || json_object_is_type(id, json_type_string));
-        if (has_error) {
-            json_object *code = NULL, *msg = NULL;
-            FUZZ_ASSERT(json_object_object_get_ex(err, "code", &code) && json_object_is_type(code, json_type_int));
-            FUZZ_ASSERT(json_object_object_get_ex(err, "message", &msg) && json_object_is_type(msg, json_type_string));
-        }
-    } else {
-        /* A notification or a server->client request. */
-        FUZZ_ASSERT(has_method && json_object_is_type(method, json_type_string) && !has_result && !has_error);
-        FUZZ_ASSERT(!has_id || json_object_is_type(id, json_type_int));
-    }
-    json_object_put(m);
-}
-
 static void s_send(void *transport, void *origin, const char *json, size_t len, bool final)
 {
-    s_check_message(json, len, final);
+    FUZZ_ASSERT(strlen(json) == len);
+    fuzz_check_jsonrpc(json, len, final ? FUZZ_MSG_RESPONSE : FUZZ_MSG_OTHER);
     if (final)
         s_finals++;
 }
