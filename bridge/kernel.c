@@ -191,11 +191,18 @@ static void s_nudge(loop_t *loop, void *ud)
     self->nudge_timer = 0;
     if (self->state != KERNEL_STARTING)
         return;
+    /* Reply and iopub are in: only the channels' handshakes are missing, and
+     * s_on_conn_event finishes when they are done (the boot timer guards).
+     * Asking again would not help; it used to re-arm at 0 ms here (iopub
+     * came before the first reply, so proof_ms was never set) and flood the
+     * kernel with kernel_info_requests until the handshakes were done. */
+    if (self->got_reply && self->got_iopub)
+        return;
     /* Either no reply yet (kernel still booting: ask again, slowly) or a reply
      * came without iopub traffic (the subscription was not there yet). */
     s_send_info(self);
     int wait = NUDGE_INTERVAL_MS;
-    if (self->got_reply) {
+    if (self->got_reply && self->proof_ms > 0) {
         wait = self->proof_ms;
         self->proof_ms = self->proof_ms * 2 > NUDGE_INTERVAL_MS ? NUDGE_INTERVAL_MS : self->proof_ms * 2;
     }
