@@ -176,6 +176,7 @@ static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const c
     rc |= zmq_send(s, self->out.sig, strlen(self->out.sig), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
     for (int i = 0; i < 4 && !rc; i++)
         rc |= zmq_send(s, wire_out_part(&self->out, i), self->out.len[i], (i < 3 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0;
+    loop_watch_kick(self->loop, self->chans[ch].watch); /* a send can eat the recv signal */
     if (rc) {
         log_warn("%s: cannot send %s: %s", kernel_conn_channel_name(ch), msg_type, zmq_strerror(errno));
         return -1;
@@ -222,6 +223,7 @@ static void s_hb_tick(loop_t *loop, void *ud)
     if (!self->hb_sent_us) {
         if (zmq_send(self->hb, "ping", 4, ZMQ_DONTWAIT) == 4)
             self->hb_sent_us = now;
+        loop_watch_kick(self->loop, self->hb_watch);
     }
     self->hb_timer = loop_timer(self->loop, self->hb_interval, s_hb_tick, self);
 }

@@ -1,8 +1,17 @@
-/* loop: the single-threaded reactor (zmq_poll over sockets and fds, timers). */
+/* loop: the single-threaded reactor (poll over fds and ZMQ sockets, timers).
+ *
+ * ZMQ sockets are polled through their ZMQ_FD, not with zmq_poll: zmq_poll
+ * asks every socket for ZMQ_EVENTS twice per call (two system calls each),
+ * which with eight kernel sockets was most of rat-py's system calls per run.
+ * ZMQ_FD is edge-triggered and any operation on the socket may consume its
+ * signal, so a socket is asked for ZMQ_EVENTS only when its descriptor fired,
+ * after its callback ran, when it was resumed, or when its owner used it
+ * elsewhere (loop_watch_kick); in every other case nothing can be pending. */
 #define LOG_MODULE "loop"
 #include "loop.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,7 +24,10 @@ typedef struct {
     int id;          /* 0 when the slot is free */
     int fd;          /* watched fd when zsock is NULL */
     void *zsock;     /* borrowed ZMQ socket, or NULL */
+    int zfd;         /* the socket's ZMQ_FD, or -1 */
     int events;      /* ZMQ_POLLIN | ZMQ_POLLOUT; 0 = paused */
+    bool check;      /* ZMQ socket: ask ZMQ_EVENTS before sleeping */
+    int ready;       /* this iteration's revents, not yet dispatched */
     loop_io_fn *fn;
     void *ud;
 } s_watch_t;
@@ -34,8 +46,8 @@ struct loop {
     s_timer_t *timers;       /* owned array, unsorted (there are few) */
     size_t ntimers, captimers;
     uint64_t next_timer_id;
-    zmq_pollitem_t *items;   /* owned scratch for zmq_poll */
-    int *item_ids;           /* owned: watch id per poll item */
+    struct pollfd *pfds;     /* owned scratch for poll */
+    size_t *item_idx;        /* owned: watch index per poll item */
     size_t capitems;
     bool stop;
 };
@@ -67,8 +79,8 @@ void loop_destroy(loop_t **self_p)
     loop_t *self = *self_p;
     free(self->watches);
     free(self->timers);
-    free(self->items);
-    free(self->item_ids);
+    free(self->pfds);
+    free(self->item_idx);
     free(self);
     *self_p = NULL;
 }
@@ -85,6 +97,18 @@ static int s_add(loop_t *self, int fd, void *zsock, int events, loop_io_fn *fn, 
         self->next_watch_id = 1;
     w->fd = fd;
     w->zsock = zsock;
+    w->zfd = -1;
+    w->check = zsock != NULL;
+    w->ready = 0;
+    if (zsock) {
+        size_t len = sizeof w->zfd;
+        if (zmq_getsockopt(zsock, ZMQ_FD, &w->zfd, &len) < 0) {
+            /* Only for a socket that is not one; it is then asked at
+             * every iteration (check stays set) instead of polled. */
+            log_error("ZMQ_FD: %s", zmq_strerror(errno));
+            w->zfd = -1;
+        }
+    }
     w->events = events;
     w->fn = fn;
     w->ud = ud;
@@ -112,8 +136,18 @@ static s_watch_t *s_find(loop_t *self, int id)
 void loop_watch_set(loop_t *self, int id, int events)
 {
     s_watch_t *w = s_find(self, id);
-    if (w)
+    if (w) {
         w->events = events;
+        if (w->zsock)
+            w->check = true; /* its signal may have come while paused */
+    }
+}
+
+void loop_watch_kick(loop_t *self, int id)
+{
+    s_watch_t *w = s_find(self, id);
+    if (w && w->zsock)
+        w->check = true;
 }
 
 void loop_unwatch(loop_t *self, int id)
@@ -203,47 +237,115 @@ static long s_timeout(loop_t *self)
     return wait < 0 ? 0 : (long)wait;
 }
 
+/* Asks a ZMQ socket what it is ready for. 0, or -1 with errno set (EINTR:
+ * ask again later; ETERM: the context is gone). */
+static int s_zevents(s_watch_t *w, int *ev)
+{
+    int e = 0;
+    size_t len = sizeof e;
+    if (zmq_getsockopt(w->zsock, ZMQ_EVENTS, &e, &len) < 0)
+        return -1;
+    *ev = e;
+    return 0;
+}
+
 /* One pass: poll for at most max_wait ms (-1: until the next timer is due),
  * serve the ready watches, run the due timers. Returns the number of
- * callbacks run, or -1 when zmq_poll failed (errno set). */
+ * callbacks run, or -1 when polling failed (errno set). Watch indexes stay
+ * valid for the whole pass: unwatch only clears ids, s_compact runs first,
+ * and watches added by callbacks go to the end (served from the next pass). */
 static int s_iterate(loop_t *self, long max_wait)
 {
     s_compact(self);
     if (self->capitems < self->nwatches) {
         self->capitems = self->nwatches;
-        self->items = xrealloc(self->items, self->capitems * sizeof *self->items);
-        self->item_ids = xrealloc(self->item_ids, self->capitems * sizeof *self->item_ids);
+        self->pfds = xrealloc(self->pfds, self->capitems * sizeof *self->pfds);
+        self->item_idx = xrealloc(self->item_idx, self->capitems * sizeof *self->item_idx);
     }
+    size_t count = self->nwatches;
     int n = 0;
-    for (size_t i = 0; i < self->nwatches; i++) {
+    bool ready_now = false;
+    for (size_t i = 0; i < count; i++) {
         s_watch_t *w = &self->watches[i];
+        w->ready = 0;
         if (!w->events)
             continue;
-        self->items[n].socket = w->zsock;
-        self->items[n].fd = w->zsock ? 0 : w->fd;
-        self->items[n].events = (short)w->events;
-        self->items[n].revents = 0;
-        self->item_ids[n] = w->id;
-        n++;
+        if (w->zsock) {
+            if (w->check || w->zfd < 0) {
+                int ev;
+                if (s_zevents(w, &ev) < 0) {
+                    if (errno == ETERM)
+                        return -1;
+                } else {
+                    w->check = false;
+                    w->ready = ev & w->events;
+                    ready_now = ready_now || w->ready;
+                }
+            }
+            if (w->zfd < 0)
+                continue;
+            self->pfds[n] = (struct pollfd){.fd = w->zfd, .events = POLLIN};
+        } else {
+            short want = (short)(((w->events & ZMQ_POLLIN) ? POLLIN : 0) | ((w->events & ZMQ_POLLOUT) ? POLLOUT : 0));
+            self->pfds[n] = (struct pollfd){.fd = w->fd, .events = want};
+        }
+        self->item_idx[n++] = i;
     }
     long wait = s_timeout(self);
     if (max_wait >= 0 && (wait < 0 || wait > max_wait))
         wait = max_wait;
-    int rc = zmq_poll(self->items, n, wait);
-    if (rc < 0)
+    if (ready_now)
+        wait = 0;
+    int rc = poll(self->pfds, (nfds_t)n, wait > INT32_MAX ? -1 : (int)wait);
+    if (rc < 0) {
+        /* Keep what the ZMQ sockets said for the next pass. */
+        for (size_t i = 0; i < count; i++)
+            if (self->watches[i].zsock && self->watches[i].ready)
+                self->watches[i].check = true;
         return -1;
-    int ran = 0;
-    for (int i = 0; i < n && rc > 0 && !self->stop; i++) {
-        if (!self->items[i].revents)
+    }
+    for (int k = 0; k < n && rc > 0; k++) {
+        short re = self->pfds[k].revents;
+        if (!re)
             continue;
-        s_watch_t *w = s_find(self, self->item_ids[i]);
-        if (w && (w->events & self->items[i].revents & (ZMQ_POLLIN | ZMQ_POLLOUT))) {
-            w->fn(self, w->ud, self->items[i].revents);
-            ran++;
-        } else if (w && (self->items[i].revents & ZMQ_POLLERR)) {
-            w->fn(self, w->ud, self->items[i].revents);
-            ran++;
+        s_watch_t *w = &self->watches[self->item_idx[k]];
+        if (w->zsock) {
+            int ev;
+            if (s_zevents(w, &ev) < 0) {
+                if (errno == ETERM)
+                    return -1;
+                w->check = true;
+            } else {
+                w->ready |= ev & w->events;
+            }
+        } else {
+            /* The mapping zmq_poll uses: anything but in/out is an error. */
+            w->ready = ((re & POLLIN) ? ZMQ_POLLIN : 0) | ((re & POLLOUT) ? ZMQ_POLLOUT : 0) |
+                       ((re & ~(POLLIN | POLLOUT)) ? ZMQ_POLLERR : 0);
         }
+    }
+    int ran = 0;
+    for (size_t i = 0; i < count; i++) {
+        s_watch_t *w = &self->watches[i];
+        int r = w->ready;
+        if (!w->id || !r)
+            continue;
+        w->ready = 0;
+        if (self->stop || !((w->events & r & (ZMQ_POLLIN | ZMQ_POLLOUT)) || (r & ZMQ_POLLERR))) {
+            /* Stopping, or paused by an earlier callback: ask again later. */
+            if (w->zsock)
+                w->check = true;
+            continue;
+        }
+        int id = w->id;
+        bool z = w->zsock != NULL;
+        w->fn(self, w->ud, r);
+        ran++;
+        /* The callback may have left messages (a drain budget) or added
+         * watches (self->watches moved). */
+        w = &self->watches[i];
+        if (z && w->id == id)
+            w->check = true;
     }
     if (!self->stop)
         ran += s_run_timers(self);
@@ -258,7 +360,7 @@ int loop_run(loop_t *self)
                 continue;
             if (errno == ETERM)
                 return 0;
-            log_error("zmq_poll: %s", zmq_strerror(errno));
+            log_error("poll: %s", zmq_strerror(errno));
             return -1;
         }
     }

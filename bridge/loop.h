@@ -1,7 +1,7 @@
 /* loop: the single-threaded reactor that drives rat-py.
  *
  * Every ZMQ socket, the stdio pipes, the HTTP daemon's descriptor, the signal
- * descriptor and all timers are served from one thread by zmq_poll. ZMQ
+ * descriptor and all timers are served from one thread by poll(2). ZMQ
  * sockets must stay on the thread that polls them, and one thread means no
  * locks and no cross-thread queues anywhere in rat-py.
  *
@@ -27,6 +27,11 @@ int loop_watch_fd(loop_t *self, int fd, int events, loop_io_fn *fn, void *ud);
 int loop_watch_zsock(loop_t *self, void *zsock, int events, loop_io_fn *fn, void *ud);
 /* Changes the events of a watch; 0 pauses it. */
 void loop_watch_set(loop_t *self, int id, int events);
+/* Call after sending on (or otherwise using) a watched ZMQ socket outside its
+ * own callback: any operation on a ZMQ socket may consume the edge-triggered
+ * signal that says a message arrived, so the loop must ask the socket again
+ * before it sleeps. Safe with any id. */
+void loop_watch_kick(loop_t *self, int id);
 /* Removes a watch. Safe to call with an id already removed or 0. */
 void loop_unwatch(loop_t *self, int id);
 
@@ -36,13 +41,13 @@ uint64_t loop_timer(loop_t *self, int64_t ms, loop_timer_fn *fn, void *ud);
 /* Cancels a timer. Safe with a fired, cancelled or 0 id. */
 void loop_timer_cancel(loop_t *self, uint64_t id);
 
-/* Runs until loop_stop. Returns 0, or -1 when zmq_poll fails unexpectedly. */
+/* Runs until loop_stop. Returns 0, or -1 when polling fails unexpectedly. */
 int loop_run(loop_t *self);
 /* One iteration of loop_run, for tests and fuzz harnesses that drive the
  * loop themselves: waits at most timeout_ms (0: not at all; sooner when a
  * timer is due) for I/O, serves what is ready, then runs the timers that are
  * due. Returns how many callbacks ran (0: nothing was ready, which with
- * timeout 0 means the loop is idle), or -1 when zmq_poll failed (errno set;
+ * timeout 0 means the loop is idle), or -1 when polling failed (errno set;
  * EINTR when a signal cut the wait short: nothing was served, try again). */
 int loop_run_once(loop_t *self, int timeout_ms);
 void loop_stop(loop_t *self);
