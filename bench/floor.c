@@ -7,6 +7,9 @@
  *   floor rt N                N round trips of `x = 42` (execute_request ->
  *                             execute_reply + status idle), one per line in us
  *   floor flood N             `for i in range(N): print(i)` end to end, ms
+ *   floor rt N FILE           round trips against a kernel someone else
+ *                             started (its connection file): the benchmark
+ *                             then runs every contender on the same kernel
  * It uses rat-py's own wire/connfile/kernel_proc code (the bytes on the wire
  * are the same as any client's), but none of rat-py's runtime: no helper, no
  * user_expressions, no output processing. Output: "key value" lines. */
@@ -149,7 +152,7 @@ static long s_rss_kb(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: floor boot | rt N | flood N   (kernelspec: $FLOOR_KERNEL or python3)\n");
+        fprintf(stderr, "usage: floor boot | rt N [CONNECTION_FILE] | flood N   (kernelspec: $FLOOR_KERNEL or python3)\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -163,25 +166,37 @@ int main(int argc, char **argv)
         fprintf(stderr, "floor: %s\n", err);
         return 1;
     }
+    const char *existing = argc > 3 ? argv[3] : NULL;
     char *rt = jpaths_runtime_dir();
     jpaths_ensure_dir(rt);
     connfile_t ci;
-    if (connfile_init_local(&ci, "python3", err, sizeof err) < 0) {
-        fprintf(stderr, "floor: %s\n", err);
-        return 1;
-    }
-    char *path = xasprintf("%s/kernel-floor-%ld.json", rt, (long)getpid());
-    char *log = xasprintf("%s/kernel-floor-%ld.log", rt, (long)getpid());
-    connfile_write(path, &ci, err, sizeof err);
-    char **kargv = kernelspec_argv(ks, path);
-    char *parent = xasprintf("JPY_PARENT_PID=%ld", (long)getpid());
-    char *env[] = {"PYDEVD_DISABLE_FILE_VALIDATION=1", parent, NULL};
-    kernel_proc_opts_t po = {.argv = kargv, .env_extra = env, .log_path = log};
+    char *path = NULL, *log = NULL, *parent = NULL;
+    char **kargv = NULL;
+    kernel_proc_t *proc = NULL;
     int64_t t0 = loop_now_us();
-    kernel_proc_t *proc = kernel_proc_spawn(&po, err, sizeof err);
-    if (!proc) {
-        fprintf(stderr, "floor: %s\n", err);
-        return 1;
+    if (existing) {
+        if (connfile_read(existing, &ci, err, sizeof err) < 0) {
+            fprintf(stderr, "floor: %s\n", err);
+            return 1;
+        }
+    } else {
+        if (connfile_init_local(&ci, "python3", err, sizeof err) < 0) {
+            fprintf(stderr, "floor: %s\n", err);
+            return 1;
+        }
+        path = xasprintf("%s/kernel-floor-%ld.json", rt, (long)getpid());
+        log = xasprintf("%s/kernel-floor-%ld.log", rt, (long)getpid());
+        connfile_write(path, &ci, err, sizeof err);
+        kargv = kernelspec_argv(ks, path);
+        parent = xasprintf("JPY_PARENT_PID=%ld", (long)getpid());
+        char *env[] = {"PYDEVD_DISABLE_FILE_VALIDATION=1", parent, NULL};
+        kernel_proc_opts_t po = {.argv = kargv, .env_extra = env, .log_path = log};
+        t0 = loop_now_us();
+        proc = kernel_proc_spawn(&po, err, sizeof err);
+        if (!proc) {
+            fprintf(stderr, "floor: %s\n", err);
+            return 1;
+        }
     }
     void *ctx = zmq_ctx_new();
     s_conn_t c;
@@ -259,14 +274,17 @@ int main(int argc, char **argv)
     zmq_close(c.shell);
     zmq_close(c.iopub);
     zmq_ctx_term(ctx);
-    kernel_proc_stop(proc, 200);
-    kernel_proc_destroy(&proc);
-    unlink(path);
-    unlink(log);
+    if (proc) {
+        kernel_proc_stop(proc, 200);
+        kernel_proc_destroy(&proc);
+        unlink(path);
+        unlink(log);
+    }
     wire_out_free(&c.out);
     wire_auth_free(&c.auth);
     connfile_free(&ci);
-    kernelspec_free_argv(kargv);
+    if (kargv)
+        kernelspec_free_argv(kargv);
     kernelspec_destroy(&ks);
     free(path);
     free(log);

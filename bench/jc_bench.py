@@ -1,7 +1,8 @@
 """What Python bridges pay: jupyter_client's BlockingKernelClient (Debian
 python3-jupyter-client) against the same kernelspec.
 
-Usage: jc_bench.py rt N | flood N | rss
+Usage: jc_bench.py rt N [CONNECTION_FILE] | flood N | rss
+(with a connection file, it attaches to that kernel instead of starting one)
 """
 import statistics
 import sys
@@ -39,7 +40,14 @@ def main():
             if line.startswith(("VmRSS:", "VmHWM:")):
                 print(line.split()[0].rstrip(":").lower(), line.split()[1])
         return
-    km, kc = start_new_kernel(kernel_name="python3")
+    if len(sys.argv) > 3:
+        from jupyter_client.blocking import BlockingKernelClient
+        km, kc = None, BlockingKernelClient(connection_file=sys.argv[3])
+        kc.load_connection_file()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+    else:
+        km, kc = start_new_kernel(kernel_name="python3")
     try:
         if mode == "rt":
             for _ in range(50):
@@ -56,7 +64,8 @@ def main():
             print("stream_bytes %d" % nbytes)
     finally:
         kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        if km:
+            km.shutdown_kernel(now=True)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
  *   init        spawn -> initialize answered, ms
  *   first       spawn -> first run result, ms
  *   rt N        N run round trips of `x = 42` after 50 warm-ups, us each
+ *   ping N      N JSON-RPC pings (the pipes and rat-py's MCP path, no
+ *               kernel), us each
  *   flood N     `for i in range(N): print(i)`: ms, notifications, rat-py RSS
  *   rss         rat-py's RSS when idle after one run
  *   restart N   N x (ctl restart; run x = 42), ms each
@@ -180,6 +182,16 @@ int main(int argc, char **argv)
             double a = s_now_ms();
             s_call("run", "{\"code\":\"x = 42\"}");
             printf("%.0f\n", (s_now_ms() - a) * 1000.0);
+        }
+    } else if (strcmp(mode, "ping") == 0) {
+        for (long i = -50; i < n; i++) {
+            char req[128];
+            snprintf(req, sizeof req, "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"ping\"}\n", ++s_id);
+            double a = s_now_ms();
+            s_write(req);
+            s_wait(s_id);
+            if (i >= 0)
+                printf("%.0f\n", (s_now_ms() - a) * 1000.0);
         }
     } else if (strcmp(mode, "flood") == 0) {
         s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
