@@ -20,6 +20,8 @@
 #include "log.h"
 #include "mem.h"
 
+#define NO_FD_POLL_MS 10
+
 typedef struct {
     int id;          /* 0 when the slot is free */
     int fd;          /* watched fd when zsock is NULL */
@@ -103,8 +105,8 @@ static int s_add(loop_t *self, int fd, void *zsock, int events, loop_io_fn *fn, 
     if (zsock) {
         size_t len = sizeof w->zfd;
         if (zmq_getsockopt(zsock, ZMQ_FD, &w->zfd, &len) < 0) {
-            /* Only for a socket that is not one; it is then asked at
-             * every iteration (check stays set) instead of polled. */
+            /* Thread-safe socket types have no ZMQ_FD (rat-py uses
+             * none): such a socket is asked every NO_FD_POLL_MS. */
             log_error("ZMQ_FD: %s", zmq_strerror(errno));
             w->zfd = -1;
         }
@@ -264,7 +266,7 @@ static int s_iterate(loop_t *self, long max_wait)
     }
     size_t count = self->nwatches;
     int n = 0;
-    bool ready_now = false;
+    bool ready_now = false, no_fd = false;
     for (size_t i = 0; i < count; i++) {
         s_watch_t *w = &self->watches[i];
         w->ready = 0;
@@ -276,14 +278,19 @@ static int s_iterate(loop_t *self, long max_wait)
                 if (s_zevents(w, &ev) < 0) {
                     if (errno == ETERM)
                         return -1;
+                    /* EINTR: the signal may be consumed with a message
+                     * waiting; do not sleep before asking again. */
+                    ready_now = true;
                 } else {
                     w->check = false;
                     w->ready = ev & w->events;
                     ready_now = ready_now || w->ready;
                 }
             }
-            if (w->zfd < 0)
+            if (w->zfd < 0) {
+                no_fd = true;
                 continue;
+            }
             self->pfds[n] = (struct pollfd){.fd = w->zfd, .events = POLLIN};
         } else {
             short want = (short)(((w->events & ZMQ_POLLIN) ? POLLIN : 0) | ((w->events & ZMQ_POLLOUT) ? POLLOUT : 0));
@@ -296,6 +303,8 @@ static int s_iterate(loop_t *self, long max_wait)
         wait = max_wait;
     if (ready_now)
         wait = 0;
+    else if (no_fd && (wait < 0 || wait > NO_FD_POLL_MS))
+        wait = NO_FD_POLL_MS;
     int rc = poll(self->pfds, (nfds_t)n, wait > INT32_MAX ? -1 : (int)wait);
     if (rc < 0) {
         /* Keep what the ZMQ sockets said for the next pass. */

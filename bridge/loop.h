@@ -46,8 +46,9 @@ int loop_run(loop_t *self);
 /* One iteration of loop_run, for tests and fuzz harnesses that drive the
  * loop themselves: waits at most timeout_ms (0: not at all; sooner when a
  * timer is due) for I/O, serves what is ready, then runs the timers that are
- * due. Returns how many callbacks ran (0: nothing was ready, which with
- * timeout 0 means the loop is idle), or -1 when polling failed (errno set;
+ * due. Returns how many callbacks ran (0 with timeout 0: the loop is idle;
+ * with a longer timeout, 0 may also mean a ZMQ socket woke the loop for
+ * nothing it was asked about), or -1 when polling failed (errno set;
  * EINTR when a signal cut the wait short: nothing was served, try again). */
 int loop_run_once(loop_t *self, int timeout_ms);
 void loop_stop(loop_t *self);
