@@ -14,7 +14,7 @@
  * idle one is evicted when the table is full), queued stream output.
  *
  * Runs inside the loop: MHD in external-select epoll mode, its epoll fd in
- * zmq_poll, no extra thread. Extra GET routes (/health, /assets/...) are
+ * the loop's poll, no extra thread. Extra GET routes (/health, /assets/...) are
  * plugged in by the application, so this file knows nothing about kernels. */
 #ifndef RAT_TRANSPORT_HTTP_H
 #define RAT_TRANSPORT_HTTP_H
