@@ -67,6 +67,7 @@ typedef struct {
     bool too_big;
     bool busy;                    /* refused: all bodies together hit max_bodies */
     s_stream_t *stream;           /* POST that became SSE, or GET stream */
+    char new_sid[SESSION_ID_HEX + 1]; /* the session this initialize created, or "" */
 } s_req_t;
 
 typedef struct {
@@ -544,6 +545,8 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
         return rc;
     }
     const char *hdr_sid = is_init ? sess->id : NULL;
+    if (is_init)
+        memcpy(req->new_sid, sess->id, sizeof req->new_sid);
     if (s->done && !s->had_other) {
         /* Answered at once and nothing else to say: plain JSON. */
         rc = s_send_body(self, c, MHD_HTTP_OK, "application/json", buf_str(&s->final_json), s->final_json.len,
@@ -758,6 +761,17 @@ static void s_completed(void *cls, struct MHD_Connection *c, void **con_cls, enu
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
             log_debug("stream closed early (code %d)", (int)toe);
         s_stream_free(req->stream);
+    }
+    if (req->new_sid[0] && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        /* The client never got the response that names its session (it
+         * left, or MHD could not build the headers: a request header that
+         * filled the connection's memory), so nobody can use or DELETE the
+         * session: end it now rather than at its idle expiry. */
+        s_session_t *sess = s_session_find(self, req->new_sid);
+        if (sess) {
+            log_info("session %.8s ended: its initialize response was not delivered", sess->id);
+            s_session_end(self, sess);
+        }
     }
     s_body_drop(self, req);
     free(req);
