@@ -1,0 +1,196 @@
+/* Unit tests of the reactor (bridge/loop.c): ZMQ sockets are polled through
+ * their edge-triggered ZMQ_FD, so every way a wake-up could be lost is
+ * checked here with a real inproc socket pair; plain fds keep zmq_poll's
+ * revents mapping. */
+#include <poll.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "check.h"
+#include "loop.h"
+
+typedef struct {
+    void *sock;
+    int calls;    /* callback invocations */
+    int received; /* messages taken */
+    int per_call; /* messages taken per call (0: all) */
+    int revents;  /* last revents */
+} s_sink_t;
+
+static void s_on_zsock(loop_t *loop, void *ud, int revents)
+{
+    (void)loop;
+    s_sink_t *s = ud;
+    s->calls++;
+    s->revents = revents;
+    char buf[16];
+    for (int n = 0; s->per_call == 0 || n < s->per_call; n++) {
+        if (zmq_recv(s->sock, buf, sizeof buf, ZMQ_DONTWAIT) < 0)
+            break;
+        s->received++;
+    }
+}
+
+static void s_on_fd(loop_t *loop, void *ud, int revents)
+{
+    (void)loop;
+    s_sink_t *s = ud;
+    s->calls++;
+    s->revents = revents;
+}
+
+static int s_zfd(void *sock)
+{
+    int fd = -1;
+    size_t len = sizeof fd;
+    zmq_getsockopt(sock, ZMQ_FD, &fd, &len);
+    return fd;
+}
+
+static bool s_fd_readable(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1;
+}
+
+/* Runs iterations until nothing more happens within 100 ms per pass. */
+static void s_settle(loop_t *loop)
+{
+    for (int i = 0; i < 20 && loop_run_once(loop, 100) > 0; i++)
+        ;
+}
+
+typedef struct {
+    void *ctx, *a, *b;
+    loop_t *loop;
+} s_pair_t;
+
+static void s_pair_open(s_pair_t *p, const char *name)
+{
+    p->ctx = zmq_ctx_new();
+    p->a = zmq_socket(p->ctx, ZMQ_PAIR);
+    p->b = zmq_socket(p->ctx, ZMQ_PAIR);
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://%s", name);
+    zmq_bind(p->a, ep);
+    zmq_connect(p->b, ep);
+    p->loop = loop_new();
+}
+
+static void s_pair_close(s_pair_t *p)
+{
+    loop_destroy(&p->loop);
+    int zero = 0;
+    zmq_setsockopt(p->a, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(p->b, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(p->a);
+    zmq_close(p->b);
+    zmq_ctx_term(p->ctx);
+}
+
+static void test_message_wakes_watch(void)
+{
+    s_pair_t p;
+    s_pair_open(&p, "wake");
+    s_sink_t s = {.sock = p.a};
+    loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
+    s_settle(p.loop);
+    CHECK_EQ_INT(s.received, 0);
+    zmq_send(p.b, "x", 1, 0);
+    s_settle(p.loop);
+    CHECK_EQ_INT(s.received, 1);
+    CHECK(s.revents & ZMQ_POLLIN);
+    s_pair_close(&p);
+}
+
+/* Reading ZMQ_EVENTS (like any operation on the socket) consumes the fd's
+ * signal while the message stays queued: only loop_watch_kick tells the
+ * loop to look again. */
+static void test_kick_after_outside_use(void)
+{
+    s_pair_t p;
+    s_pair_open(&p, "kick");
+    s_sink_t s = {.sock = p.a};
+    int id = loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
+    s_settle(p.loop);
+    zmq_send(p.b, "x", 1, 0);
+    int fd = s_zfd(p.a);
+    CHECK(s_fd_readable(fd));
+    int ev = 0;
+    size_t len = sizeof ev;
+    zmq_getsockopt(p.a, ZMQ_EVENTS, &ev, &len);
+    CHECK(ev & ZMQ_POLLIN);
+    CHECK(!s_fd_readable(fd)); /* the premise: the signal is gone */
+    loop_watch_kick(p.loop, id);
+    CHECK(loop_run_once(p.loop, 200) > 0);
+    CHECK_EQ_INT(s.received, 1);
+    s_pair_close(&p);
+}
+
+/* A callback that leaves messages behind (a drain budget) is called again
+ * without a new signal. */
+static void test_leftovers_served_without_new_signal(void)
+{
+    s_pair_t p;
+    s_pair_open(&p, "budget");
+    s_sink_t s = {.sock = p.a, .per_call = 1};
+    loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
+    s_settle(p.loop);
+    for (int i = 0; i < 3; i++)
+        zmq_send(p.b, "x", 1, 0);
+    s_settle(p.loop);
+    CHECK_EQ_INT(s.received, 3);
+    CHECK_EQ_INT(s.calls, 3);
+    s_pair_close(&p);
+}
+
+/* A message that arrives while the watch is paused is served on resume. */
+static void test_resume_serves_pending(void)
+{
+    s_pair_t p;
+    s_pair_open(&p, "pause");
+    s_sink_t s = {.sock = p.a};
+    int id = loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
+    s_settle(p.loop);
+    loop_watch_set(p.loop, id, 0);
+    zmq_send(p.b, "x", 1, 0);
+    s_settle(p.loop);
+    CHECK_EQ_INT(s.received, 0);
+    loop_watch_set(p.loop, id, ZMQ_POLLIN);
+    s_settle(p.loop);
+    CHECK_EQ_INT(s.received, 1);
+    s_pair_close(&p);
+}
+
+/* Plain fds: data is ZMQ_POLLIN, a hang-up is ZMQ_POLLERR (zmq_poll's mapping,
+ * which the stdio transport's EOF handling relies on). */
+static void test_fd_revents_mapping(void)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    loop_t *loop = loop_new();
+    s_sink_t s = {0};
+    int id = loop_watch_fd(loop, fds[0], ZMQ_POLLIN, s_on_fd, &s);
+    CHECK(write(fds[1], "x", 1) == 1);
+    CHECK(loop_run_once(loop, 200) == 1);
+    CHECK(s.revents & ZMQ_POLLIN);
+    char c;
+    CHECK(read(fds[0], &c, 1) == 1);
+    close(fds[1]);
+    CHECK(loop_run_once(loop, 200) == 1);
+    CHECK(s.revents & ZMQ_POLLERR);
+    loop_unwatch(loop, id);
+    CHECK_EQ_INT(loop_run_once(loop, 0), 0);
+    loop_destroy(&loop);
+    close(fds[0]);
+}
+
+int main(void)
+{
+    RUN_CASE(test_message_wakes_watch);
+    RUN_CASE(test_kick_after_outside_use);
+    RUN_CASE(test_leftovers_served_without_new_signal);
+    RUN_CASE(test_resume_serves_pending);
+    RUN_CASE(test_fd_revents_mapping);
+    return check_report("loop");
+}
