@@ -66,13 +66,11 @@
 
 #include "buf.h"
 #include "fuzz_check.h"
+#include "fuzz_tools.h"
 #include "log.h"
 #include "loop.h"
-#include "lookpath.h"
 #include "mcp.h"
 #include "mem.h"
-#include "output.h"
-#include "tools.h"
 #include "transport_http.h"
 
 #define KEEP_MAX 8             /* calls held open at once (a ninth is answered at once) */
@@ -174,14 +172,6 @@ static void s_on_answer(void *ud, json_object *result, json_object *error)
     s_finish(ud, result ? json_object_to_json_string(result) : "declined");
 }
 
-static const char *s_arg(json_object *args, const char *key)
-{
-    json_object *v = NULL;
-    return json_object_object_get_ex(args, key, &v) && json_object_is_type(v, json_type_string)
-               ? json_object_get_string(v)
-               : NULL;
-}
-
 static bool s_later(mcp_call_t *call)
 {
     s_kept_t *k = s_keep(call);
@@ -192,9 +182,9 @@ static bool s_later(mcp_call_t *call)
 
 static void s_run(mcp_call_t *call, json_object *args, void *ud)
 {
-    const char *code = s_arg(args, "code");
+    const char *code = fuzz_arg(args, "code");
     if (!code)
-        code = s_arg(args, "input");
+        code = fuzz_arg(args, "input");
     if (!code) {
         mcp_call_text(call, "run: nothing to do", true);
         return;
@@ -224,39 +214,12 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         mcp_call_log(call, MCP_LOG_INFO, "stdout", big, len);
         free(big);
     }
-    /* What the real run does with kernel text: clean, bound, render. */
-    output_t *out = output_new(NULL);
-    output_write(out, code, strlen(code), NULL);
-    buf_t b;
-    buf_init(&b, 0);
-    output_render(out, &b);
-    mcp_call_text(call, buf_str(&b), false);
-    buf_free(&b);
-    output_destroy(&out);
-}
-
-static void s_look(mcp_call_t *call, json_object *args, void *ud)
-{
-    const char *at = s_arg(args, "at");
-    if (!at) {
-        mcp_call_text(call, "No variables.", false);
-        return;
-    }
-    char err[512];
-    char *segs = lookpath_parse(at, err, sizeof err);
-    if (!segs) {
-        char *msg = xasprintf("look: %s", err);
-        mcp_call_text(call, msg, true);
-        free(msg);
-        return;
-    }
-    mcp_call_text(call, segs, false);
-    free(segs);
+    fuzz_answer_output(call, code);
 }
 
 static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
 {
-    const char *op = s_arg(args, "op");
+    const char *op = fuzz_arg(args, "op");
     if (op && strcmp(op, "wait") == 0 && s_later(call))
         return;
     mcp_call_text(call, op ? op : "?", false);
@@ -310,14 +273,7 @@ static void s_init(void)
     FUZZ_ASSERT(sodium_init() >= 0);
     s_loop = loop_new();
     s_srv = mcp_server_new("rat-py", "0.0.0-fuzz", tools_instructions());
-    static void (*const describe[3])(mcp_tool_t *) = {tool_run_describe, tool_look_describe, tool_ctl_describe};
-    static mcp_tool_fn *const fns[3] = {s_run, s_look, s_ctl};
-    for (int i = 0; i < 3; i++) {
-        mcp_tool_t t;
-        describe[i](&t);
-        t.fn = fns[i];
-        mcp_server_add_tool(s_srv, &t);
-    }
+    fuzz_add_tools(s_srv, s_run, s_ctl);
 }
 
 static transport_http_t *s_transport(int cfg)

@@ -15,12 +15,10 @@
 
 #include "buf.h"
 #include "fuzz_check.h"
+#include "fuzz_tools.h"
 #include "jsonrpc.h"
-#include "lookpath.h"
 #include "mcp.h"
 #include "mem.h"
-#include "output.h"
-#include "tools.h"
 
 #define KEEP_MAX 8
 
@@ -71,19 +69,11 @@ static bool s_keep(mcp_call_t *call)
     return false;
 }
 
-static const char *s_arg(json_object *args, const char *key)
-{
-    json_object *v = NULL;
-    return json_object_object_get_ex(args, key, &v) && json_object_is_type(v, json_type_string)
-               ? json_object_get_string(v)
-               : NULL;
-}
-
 static void s_run(mcp_call_t *call, json_object *args, void *ud)
 {
-    const char *code = s_arg(args, "code");
+    const char *code = fuzz_arg(args, "code");
     if (!code)
-        code = s_arg(args, "input");
+        code = fuzz_arg(args, "input");
     if (!code) {
         mcp_call_text(call, "run: nothing to do", true);
         return;
@@ -99,39 +89,12 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         mcp_call_request(call, "elicitation/create", p, s_on_answer, call);
         return;
     }
-    /* What the real run does with kernel text: clean, bound, render. */
-    output_t *out = output_new(NULL);
-    output_write(out, code, strlen(code), NULL);
-    buf_t b;
-    buf_init(&b, 0);
-    output_render(out, &b);
-    mcp_call_text(call, buf_str(&b), false);
-    buf_free(&b);
-    output_destroy(&out);
-}
-
-static void s_look(mcp_call_t *call, json_object *args, void *ud)
-{
-    const char *at = s_arg(args, "at");
-    if (!at) {
-        mcp_call_text(call, "No variables.", false);
-        return;
-    }
-    char err[512];
-    char *segs = lookpath_parse(at, err, sizeof err);
-    if (!segs) {
-        char *msg = xasprintf("look: %s", err);
-        mcp_call_text(call, msg, true);
-        free(msg);
-        return;
-    }
-    mcp_call_text(call, segs, false);
-    free(segs);
+    fuzz_answer_output(call, code);
 }
 
 static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
 {
-    const char *op = s_arg(args, "op");
+    const char *op = fuzz_arg(args, "op");
     mcp_call_text(call, op ? op : "?", false);
 }
 
@@ -141,14 +104,7 @@ static mcp_server_t *s_server(void)
     if (srv)
         return srv;
     srv = mcp_server_new("rat-py", "0.0.0-fuzz", tools_instructions());
-    static void (*const describe[3])(mcp_tool_t *) = {tool_run_describe, tool_look_describe, tool_ctl_describe};
-    static mcp_tool_fn *const fns[3] = {s_run, s_look, s_ctl};
-    for (int i = 0; i < 3; i++) {
-        mcp_tool_t t;
-        describe[i](&t);
-        t.fn = fns[i];
-        mcp_server_add_tool(srv, &t);
-    }
+    fuzz_add_tools(srv, s_run, s_ctl);
     return srv;
 }
 
