@@ -57,9 +57,7 @@ void config_usage(FILE *out)
           out);
 }
 
-/* Returns the value of option `name` at argv[*i] ("--name VALUE" or
- * "--name=VALUE"), advancing *i; NULL when argv[*i] is another option. */
-static const char *s_value(int argc, char **argv, int *i, const char *name, int *missing)
+const char *config_opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
 {
     const char *a = argv[*i];
     size_t n = strlen(name);
@@ -70,7 +68,7 @@ static const char *s_value(int argc, char **argv, int *i, const char *name, int 
     if (a[n] != '\0')
         return NULL;
     if (*i + 1 >= argc) {
-        *missing = 1;
+        *missing = true;
         return NULL;
     }
     return argv[++*i];
@@ -85,7 +83,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v;
-        int missing = 0;
+        bool missing = false;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             cfg->cmd = CONFIG_CMD_HELP;
             return 0;
@@ -114,7 +112,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
             cfg->insecure_no_token = true;
             continue;
         }
-        if ((v = s_value(argc, argv, &i, "--allow-origin", &missing)) != NULL) {
+        if ((v = config_opt_value(argc, argv, &i, "--allow-origin", &missing)) != NULL) {
             if (cfg->norigins >= CONFIG_MAX_ORIGINS) {
                 fprintf(stderr, "rat-py: at most %d --allow-origin options\n", CONFIG_MAX_ORIGINS);
                 return -1;
@@ -124,7 +122,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
         }
         if (missing)
             goto missing;
-        if ((v = s_value(argc, argv, &i, "--port", &missing)) != NULL) {
+        if ((v = config_opt_value(argc, argv, &i, "--port", &missing)) != NULL) {
             char *end = NULL;
             long p = strtol(v, &end, 10);
             if (!end || *end || p < 0 || p > 65535) {
@@ -136,7 +134,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
         }
         if (missing)
             goto missing;
-        if ((v = s_value(argc, argv, &i, "--assets-max-mb", &missing)) != NULL) {
+        if ((v = config_opt_value(argc, argv, &i, "--assets-max-mb", &missing)) != NULL) {
             char *end = NULL;
             long mb = strtol(v, &end, 10);
             if (!end || *end || mb <= 0 || mb > (1L << 20)) {
@@ -149,7 +147,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
         if (missing)
             goto missing;
 #define OPT(name, field)                                          \
-    if ((v = s_value(argc, argv, &i, name, &missing)) != NULL) { \
+    if ((v = config_opt_value(argc, argv, &i, name, &missing)) != NULL) { \
         cfg->field = v;                                           \
         continue;                                                 \
     }                                                             \
@@ -165,7 +163,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--host", host)
         OPT("--token", token)
 #undef OPT
-        if ((v = s_value(argc, argv, &i, "--boot-timeout", &missing)) != NULL) {
+        if ((v = config_opt_value(argc, argv, &i, "--boot-timeout", &missing)) != NULL) {
             char *end = NULL;
             long s = strtol(v, &end, 10);
             if (!end || *end || s <= 0 || s > 3600) {

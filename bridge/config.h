@@ -41,5 +41,9 @@ typedef struct {
  * (exit status 2: usage error). */
 int config_parse(config_t *cfg, int argc, char **argv);
 void config_usage(FILE *out);
+/* The value of option `name` at argv[*i] ("--name VALUE" or "--name=VALUE"),
+ * advancing *i past it; NULL when argv[*i] is another option, or when the
+ * value is missing (then *missing is set). Shared by every subcommand. */
+const char *config_opt_value(int argc, char **argv, int *i, const char *name, bool *missing);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "config.h"
 #include "fileio.h"
 #include "jpaths.h"
 #include "mem.h"
@@ -220,23 +221,6 @@ static char *s_normalize_name(const char *raw, char *err, size_t errlen)
     return buf_take(&b);
 }
 
-static const char *s_value(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0)
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 static void s_usage(FILE *out, const family_t *fam, bool install)
 {
     if (install)
@@ -265,21 +249,21 @@ static int s_parse(int argc, char **argv, const family_t *fam, bool install, s_o
             s_usage(stdout, fam, install);
             return 1;
         }
-        if ((v = s_value(argc, argv, &i, "--name", &missing))) {
+        if ((v = config_opt_value(argc, argv, &i, "--name", &missing))) {
             name = v;
-        } else if (install && (v = s_value(argc, argv, &i, "--cwd", &missing))) {
+        } else if (install && (v = config_opt_value(argc, argv, &i, "--cwd", &missing))) {
             cwd = v;
-        } else if (install && (v = s_value(argc, argv, &i, "--kernel", &missing))) {
+        } else if (install && (v = config_opt_value(argc, argv, &i, "--kernel", &missing))) {
             free(o->kernel);
             o->kernel = xstrdup(v);
-        } else if (install && (v = s_value(argc, argv, &i, "--venv", &missing))) {
+        } else if (install && (v = config_opt_value(argc, argv, &i, "--venv", &missing))) {
             free(o->venv);
             o->venv = fileio_realpath(v);
             if (!o->venv || !fileio_is_dir(o->venv)) {
                 fprintf(stderr, "%s install: --venv %s: no such directory\n", fam->prog, v);
                 return 2;
             }
-        } else if (install && (v = s_value(argc, argv, &i, "--python", &missing))) {
+        } else if (install && (v = config_opt_value(argc, argv, &i, "--python", &missing))) {
             free(o->python);
             o->python = fileio_which(v);
             if (!o->python) {
