@@ -7,7 +7,7 @@
  *   floor rt N                N round trips of `x = 42` (execute_request ->
  *                             execute_reply + status idle), one per line in us
  *   floor flood N             `for i in range(N): print(i)` end to end, ms
- *   floor rt N FILE           round trips against a kernel someone else
+ *   floor rt|flood N FILE     the same against a kernel someone else
  *                             started (its connection file): the benchmark
  *                             then runs every contender on the same kernel
  * It uses rat-py's own wire/connfile/kernel_proc code (the bytes on the wire
@@ -152,7 +152,7 @@ static long s_rss_kb(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: floor boot | rt N [CONNECTION_FILE] | flood N   (kernelspec: $FLOOR_KERNEL or python3)\n");
+        fprintf(stderr, "usage: floor boot | rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE]   (kernelspec: $FLOOR_KERNEL or python3)\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);

@@ -1,7 +1,7 @@
 """What Python bridges pay: jupyter_client's BlockingKernelClient (Debian
 python3-jupyter-client) against the same kernelspec.
 
-Usage: jc_bench.py rt N [CONNECTION_FILE] | flood N | rss
+Usage: jc_bench.py rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | rss
 (with a connection file, it attaches to that kernel instead of starting one)
 """
 import statistics
