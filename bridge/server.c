@@ -79,7 +79,7 @@ static char *s_runtime_dir(bool *is_temp)
 
 /* Works out how to start the kernel. Fills ro (pointing into the owned
  * strings returned through the out parameters). Returns 0, or an exit status. */
-static int s_choose_kernel(const config_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it, char ***argv_out,
+static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it, char ***argv_out,
                            char **existing_out)
 {
     char err[2048];
@@ -172,7 +172,7 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
     out->sandbox = strcmp(mime, "text/html") == 0 || strcmp(mime, "image/svg+xml") == 0;
 }
 
-int server_run(const config_t *cfg)
+int server_run(const rat_options_t *cfg, bool http)
 {
     /* Signals first: every thread created later (libzmq's) inherits the mask. */
     sigs_t *sigs = sigs_new();
@@ -242,7 +242,7 @@ int server_run(const config_t *cfg)
     tool_look_register(mcp, &ctx);
     tool_ctl_register(mcp, &ctx);
     tool_assets_register(mcp, &ctx);
-    if (cfg->http) {
+    if (http) {
         /* Many clients means many descriptors: use the hard limit, not the
          * (often 1024) soft one, so the connection limit is what bounds us. */
         struct rlimit rl;
