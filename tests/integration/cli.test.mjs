@@ -117,3 +117,17 @@ test('option ranges: the command line says what the library (rat_options_check) 
     assert.equal(p.stdout, '');
   }
 });
+
+test('no usable runtime dir and no private temporary one: a clear error, never /tmp itself', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-rtdir-'));
+  try {
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, 'not a directory');
+    // Nobody, root included, can create a directory below a regular file.
+    const p = rat([], { JUPYTER_RUNTIME_DIR: path.join(file, 'runtime'), TMPDIR: path.join(file, 'tmp') });
+    assert.equal(p.status, 1, p.stderr);
+    assert.match(p.stderr, /^rat-py: the Jupyter runtime dir \S+\/a-file\/runtime is not writable \(Not a directory\), and no private directory could be made in its place \(Not a directory\); set JUPYTER_RUNTIME_DIR to a writable directory\n$/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
