@@ -236,6 +236,12 @@ const EDITS = [
     roundtrip: false,
   },
   {
+    name: 'a byte order mark and characters of several bytes before the entry (marks count characters)',
+    before: '\ufeff# café ☕ 🐍\nservers:\n  "été": {command: "☕"}\n  py:\n    command: old   # 🐍\n  z: 1\n',
+    after: (h) => `\ufeff# café ☕ 🐍\nservers:\n  "été": {command: "☕"}\n  py:\n    command: "${CMD(h)}"\n    expose:\n      - py\n  z: 1\n`,
+    roundtrip: false,
+  },
+  {
     name: 'a last line without a line break',
     before: 'version: 1\nservers:\n  a:\n    command: "a"',
     after: (h) => `version: 1\nservers:\n  a:\n    command: "a"\n  py:\n    command: "${CMD(h)}"\n    expose:\n      - py\n`,
