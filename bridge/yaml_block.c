@@ -31,6 +31,7 @@ typedef struct {
     char *value;        /* scalar: its text; alias: the anchor it names (owned) */
     char *anchor;       /* owned, or NULL */
     int parent, first, last, next;
+    int target;         /* alias: the node it names */
     size_t nchildren;
     int desc_end;
 } s_node_t;
@@ -140,7 +141,8 @@ static int s_add_node(yaml_block_t *self, s_kind_t kind, int parent)
         self->nodes = xrealloc(self->nodes, (size_t)self->cap * sizeof *self->nodes);
     }
     int i = self->n++;
-    self->nodes[i] = (s_node_t){.kind = kind, .parent = parent, .first = -1, .last = -1, .next = -1, .desc_end = i + 1};
+    self->nodes[i] = (s_node_t){.kind = kind, .parent = parent, .first = -1, .last = -1, .next = -1, .target = -1,
+                                .desc_end = i + 1};
     if (parent >= 0) {
         s_node_t *p = &self->nodes[parent];
         if (p->last >= 0)
@@ -210,7 +212,9 @@ static int s_parse(yaml_block_t *self, char *err, size_t errlen)
                 /* yaml.v3 rejects an alias to no anchor; libyaml's parser
                  * leaves that check to its loader. */
                 self->nodes[node].value = xstrdup((const char *)e.data.alias.anchor);
-                if (++aliases > YAML_BLOCK_MAX_ALIASES || s_deref(self, node) < 0) {
+                if (++aliases <= YAML_BLOCK_MAX_ALIASES)
+                    self->nodes[node].target = s_deref(self, node);
+                if (aliases > YAML_BLOCK_MAX_ALIASES || self->nodes[node].target < 0) {
                     snprintf(err, errlen, "line %zu: %s", (size_t)e.start_mark.line + 1,
                              aliases > YAML_BLOCK_MAX_ALIASES ? "too many aliases (*name)"
                                                               : "an alias (*name) to no anchor before it");
@@ -409,15 +413,11 @@ static int s_editable_map(const yaml_block_t *self, int map, const char *what, c
 static bool s_anchor_used_elsewhere(const yaml_block_t *self, int k, const char **name)
 {
     int from = k, to = self->nodes[self->nodes[k].next].desc_end;
-    for (int i = from; i < to; i++) {
-        if (!self->nodes[i].anchor)
-            continue;
-        for (int j = 0; j < self->n; j++) {
-            if ((j < from || j >= to) && self->nodes[j].kind == N_ALIAS &&
-                strcmp(self->nodes[j].value, self->nodes[i].anchor) == 0) {
-                *name = self->nodes[i].anchor;
-                return true;
-            }
+    for (int j = 0; j < self->n; j++) {
+        const s_node_t *a = &self->nodes[j];
+        if ((j < from || j >= to) && a->kind == N_ALIAS && a->target >= from && a->target < to) {
+            *name = self->nodes[a->target].anchor;
+            return true;
         }
     }
     return false;
