@@ -123,7 +123,8 @@ void rat_server_destroy(rat_server_t **s_p)
     if (!s_p || !*s_p)
         return;
     rat_server_t *s = *s_p;
-    char *owned[] = {s->cwd, s->kernel, s->python, s->venv, s->existing, s->assets_dir, s->log_level, s->host, s->token};
+    char *owned[] = {s->cwd,        s->kernel,    s->python, s->venv, s->existing,
+                     s->assets_dir, s->log_level, s->host,   s->token};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         free(owned[i]);
     strv_free(s->origins);

@@ -88,8 +88,8 @@ static char *s_runtime_dir(bool *is_temp)
 
 /* Works out how to start the kernel. Fills ro (pointing into the owned
  * strings returned through the out parameters). Returns 0, or an exit status. */
-static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it, char ***argv_out,
-                           char **existing_out)
+static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it,
+                           char ***argv_out, char **existing_out)
 {
     char err[2048];
     if (cfg->existing) {

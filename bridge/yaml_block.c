@@ -86,8 +86,8 @@ static uint32_t *s_char_table(const yaml_block_t *self, size_t *nchars, size_t *
             return NULL;
         }
         tab[n++] = (uint32_t)i;
-        size_t w = t[i] < 0x80 ? 1 : (t[i] & 0xE0) == 0xC0 ? 2 : (t[i] & 0xF0) == 0xE0 ? 3 : (t[i] & 0xF8) == 0xF0 ? 4 : 1;
-        i += w;
+        /* libyaml rejects invalid UTF-8, so the lead byte's length is enough. */
+        i += t[i] < 0x80 ? 1 : (t[i] & 0xE0) == 0xC0 ? 2 : (t[i] & 0xF0) == 0xE0 ? 3 : (t[i] & 0xF8) == 0xF0 ? 4 : 1;
     }
     tab[n] = (uint32_t)self->len;
     *nchars = n;
@@ -193,7 +193,8 @@ static int s_parse(yaml_block_t *self, char *err, size_t errlen)
             break;
         case YAML_DOCUMENT_START_EVENT:
             if (++docs > 1) {
-                snprintf(err, errlen, "line %zu: a second YAML document; mcp2cli reads one", (size_t)e.start_mark.line + 1);
+                snprintf(err, errlen, "line %zu: a second YAML document; mcp2cli reads one",
+                         (size_t)e.start_mark.line + 1);
                 yaml_event_delete(&e);
                 goto out;
             }

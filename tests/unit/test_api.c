@@ -48,7 +48,8 @@ static void test_boot_timeout_range(void)
     CHECK(s_accepted(&o));
     /* 2147484 s * 1000 overflowed an int of milliseconds. */
     o.boot_timeout_s = 2147484;
-    CHECK(s_refused(&o, "--boot-timeout (boot_timeout_s) must be 1-3600 seconds (or 0 for the default, 60), not 2147484"));
+    CHECK(s_refused(&o, "--boot-timeout (boot_timeout_s) must be 1-3600 seconds (or 0 for the default, 60), "
+                        "not 2147484"));
     o.boot_timeout_s = 3601;
     CHECK(s_refused(&o, "boot_timeout_s"));
     o.boot_timeout_s = -1;
