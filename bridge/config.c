@@ -1,10 +1,12 @@
 /* config: command line -> an immutable configuration. */
 #include "config.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "mem.h"
 
 void config_usage(FILE *out)
 {
@@ -74,16 +76,38 @@ const char *config_opt_value(int argc, char **argv, int *i, const char *name, bo
     return argv[++*i];
 }
 
+/* A whole decimal number in [lo, hi]. */
+static bool s_number(const char *v, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || !end || *end || errno == ERANGE || n < lo || n > hi)
+        return false;
+    *out = n;
+    return true;
+}
+
+void config_free(config_t *cfg)
+{
+    free(cfg->origins);
+    cfg->origins = NULL;
+    cfg->opts.allow_origins = NULL;
+}
+
 int config_parse(config_t *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->cmd = CONFIG_CMD_SERVE;
-    cfg->boot_timeout_s = 60;
-    cfg->port = -1;
+    rat_options_t *o = &cfg->opts;
+    rat_options_init(o);
+    cfg->origins = xcalloc((size_t)argc + 1, sizeof *cfg->origins);
+    size_t norigins = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v;
         bool missing = false;
+        long n;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             cfg->cmd = CONFIG_CMD_HELP;
             return 0;
@@ -97,11 +121,11 @@ int config_parse(config_t *cfg, int argc, char **argv)
             continue;
         }
         if (strcmp(a, "--allow-restart") == 0) {
-            cfg->allow_restart = true;
+            o->allow_restart = true;
             continue;
         }
         if (strcmp(a, "--spare") == 0) {
-            cfg->spare = true;
+            o->spare = true;
             continue;
         }
         if (strcmp(a, "--http") == 0) {
@@ -109,46 +133,50 @@ int config_parse(config_t *cfg, int argc, char **argv)
             continue;
         }
         if (strcmp(a, "--insecure-no-token") == 0) {
-            cfg->insecure_no_token = true;
+            o->insecure_no_token = true;
             continue;
         }
         if ((v = config_opt_value(argc, argv, &i, "--allow-origin", &missing)) != NULL) {
-            if (cfg->norigins >= CONFIG_MAX_ORIGINS) {
-                fprintf(stderr, "rat-py: at most %d --allow-origin options\n", CONFIG_MAX_ORIGINS);
-                return -1;
-            }
-            cfg->allow_origins[cfg->norigins++] = v;
+            cfg->origins[norigins++] = v; /* how many is rat_options_check's to say */
             continue;
         }
         if (missing)
             goto missing;
+        /* Numbers: only their syntax here (and that they fit the field);
+         * their ranges are rat_options_check's, as for a library caller. */
         if ((v = config_opt_value(argc, argv, &i, "--port", &missing)) != NULL) {
-            char *end = NULL;
-            long p = strtol(v, &end, 10);
-            if (!end || *end || p < 0 || p > 65535) {
-                fprintf(stderr, "rat-py: --port needs a port number (0-65535), not '%s'\n", v);
+            if (!s_number(v, 0, INT_MAX, &n)) {
+                fprintf(stderr, "rat-py: --port needs a port number, not '%s'\n", v);
                 return -1;
             }
-            cfg->port = (int)p;
+            o->port = (int)n;
             continue;
         }
         if (missing)
             goto missing;
         if ((v = config_opt_value(argc, argv, &i, "--assets-max-mb", &missing)) != NULL) {
-            char *end = NULL;
-            long mb = strtol(v, &end, 10);
-            if (!end || *end || mb <= 0 || mb > (1L << 20)) {
+            if (!s_number(v, 1, LONG_MAX, &n)) {
                 fprintf(stderr, "rat-py: --assets-max-mb needs a positive number of megabytes, not '%s'\n", v);
                 return -1;
             }
-            cfg->assets_max_mb = mb;
+            o->assets_max_mb = n;
+            continue;
+        }
+        if (missing)
+            goto missing;
+        if ((v = config_opt_value(argc, argv, &i, "--boot-timeout", &missing)) != NULL) {
+            if (!s_number(v, 1, INT_MAX, &n)) {
+                fprintf(stderr, "rat-py: --boot-timeout needs a positive number of seconds, not '%s'\n", v);
+                return -1;
+            }
+            o->boot_timeout_s = (int)n;
             continue;
         }
         if (missing)
             goto missing;
 #define OPT(name, field)                                          \
     if ((v = config_opt_value(argc, argv, &i, name, &missing)) != NULL) { \
-        cfg->field = v;                                           \
+        o->field = v;                                             \
         continue;                                                 \
     }                                                             \
     if (missing)                                                  \
@@ -163,41 +191,22 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--host", host)
         OPT("--token", token)
 #undef OPT
-        if ((v = config_opt_value(argc, argv, &i, "--boot-timeout", &missing)) != NULL) {
-            char *end = NULL;
-            long s = strtol(v, &end, 10);
-            if (!end || *end || s <= 0 || s > 3600) {
-                fprintf(stderr, "rat-py: --boot-timeout needs a number of seconds (1-3600), not '%s'\n", v);
-                return -1;
-            }
-            cfg->boot_timeout_s = (int)s;
-            continue;
-        }
-        if (missing)
-            goto missing;
         fprintf(stderr, "rat-py: unknown option '%s' (see rat-py --help)\n", a);
         return -1;
 missing:
         fprintf(stderr, "rat-py: option '%s' needs a value (see rat-py --help)\n", a);
         return -1;
     }
-    if (cfg->log_level && log_level_parse(cfg->log_level) < 0) {
-        fprintf(stderr, "rat-py: --log-level must be debug, info, warn, error or off, not '%s'\n", cfg->log_level);
-        return -1;
-    }
-    if (cfg->existing && (cfg->kernel || cfg->python || cfg->venv)) {
-        fprintf(stderr, "rat-py: --existing attaches to a running kernel; it cannot be combined with "
-                        "--kernel, --python or --venv\n");
-        return -1;
-    }
-    if (!cfg->http && (cfg->host || cfg->port >= 0 || cfg->token || cfg->norigins || cfg->insecure_no_token)) {
+    o->allow_origins = norigins ? cfg->origins : NULL;
+    if (!cfg->http && (o->host || o->port >= 0 || o->token || norigins || o->insecure_no_token)) {
         fprintf(stderr, "rat-py: --host, --port, --token, --allow-origin and --insecure-no-token need --http\n");
         return -1;
     }
-    if (cfg->http && !cfg->token && getenv("RAT_PY_TOKEN") && *getenv("RAT_PY_TOKEN"))
-        cfg->token = getenv("RAT_PY_TOKEN");
-    if (cfg->python && cfg->venv) {
-        fprintf(stderr, "rat-py: give either --python or --venv, not both\n");
+    if (cfg->http && !o->token && getenv("RAT_PY_TOKEN") && *getenv("RAT_PY_TOKEN"))
+        o->token = getenv("RAT_PY_TOKEN");
+    char err[512];
+    if (rat_options_check(o, err, sizeof err) < 0) {
+        fprintf(stderr, "rat-py: %s\n", err);
         return -1;
     }
     return 0;

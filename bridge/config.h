@@ -5,7 +5,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define CONFIG_MAX_ORIGINS 16
+#include "rat/rat.h"
+
 
 typedef enum {
     CONFIG_CMD_SERVE,     /* the MCP server (default) */
@@ -14,32 +15,23 @@ typedef enum {
     CONFIG_CMD_VERSION,
 } config_cmd_t;
 
+/* The command line: what to do, and for serving, the library's own options
+ * (include/rat/rat.h) with strings borrowed from argv, checked by the same
+ * rat_options_check a library caller gets. */
 typedef struct {
     config_cmd_t cmd;
-    const char *cwd;          /* --cwd (borrowed from argv) */
-    const char *kernel;       /* --kernel; NULL = python3 */
-    const char *python;       /* --python */
-    const char *venv;         /* --venv */
-    const char *existing;     /* --existing */
-    bool allow_restart;       /* --allow-restart */
-    bool spare;               /* --spare */
-    const char *assets_dir;   /* --assets-dir */
-    int boot_timeout_s;       /* --boot-timeout */
-    const char *log_level;    /* --log-level */
-    long assets_max_mb;       /* --assets-max-mb; 0 = default */
-    /* HTTP (--http) */
-    bool http;
-    const char *host;         /* --host */
-    int port;                 /* --port (-1: default 8000) */
-    const char *token;        /* --token, else $RAT_PY_TOKEN */
-    bool insecure_no_token;   /* --insecure-no-token */
-    const char *allow_origins[CONFIG_MAX_ORIGINS + 1]; /* --allow-origin, NULL-terminated */
-    int norigins;
+    bool http;                /* --http: Streamable HTTP instead of stdio */
+    rat_options_t opts;
+    const char **origins;     /* owned array (strings borrowed): --allow-origin, NULL-terminated;
+                               * opts.allow_origins points here */
 } config_t;
 
-/* Parses argv. Returns 0, or -1 after writing a message to stderr
- * (exit status 2: usage error). */
+/* Parses argv (the syntax: known options, values, numbers; options that
+ * need --http), then checks the options with rat_options_check. Returns 0,
+ * or -1 after writing a message to stderr (exit status 2: usage error).
+ * Free with config_free either way. */
 int config_parse(config_t *cfg, int argc, char **argv);
+void config_free(config_t *cfg);
 void config_usage(FILE *out);
 /* The value of option `name` at argv[*i] ("--name VALUE" or "--name=VALUE"),
  * advancing *i past it; NULL when argv[*i] is another option, or when the

@@ -337,8 +337,13 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
     }
     /* The options must be valid server options. */
     config_t cfg;
-    if (config_parse(&cfg, argc, argv) < 0)
+    if (config_parse(&cfg, argc, argv) < 0) {
+        config_free(&cfg);
         return 2;
+    }
+    rat_options_t opts = cfg.opts; /* strings borrowed from argv */
+    opts.allow_origins = NULL;     /* freed next; doctor passes argv on to the server it starts */
+    config_free(&cfg);
     char *self = install_self_path(self_argv0);
     if (!self)
         self = xstrdup(fam->prog);
@@ -349,7 +354,7 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
 
     /* The kernelspec, when one is named (the default choice is reported
      * from the server's status below). */
-    const char *kname = cfg.kernel;
+    const char *kname = opts.kernel;
     char kerr[1024];
     if (kname) {
         kernelspec_t *ks = kernelspec_find(kname, kerr, sizeof kerr);
@@ -391,7 +396,7 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
 
     /* The kernel boots: the first run waits for it. What code to run depends
      * on the language, which the status says once the kernel is known. */
-    int boot_wait_ms = (cfg.boot_timeout_s > 0 ? cfg.boot_timeout_s : 60) * 1000 + 5000;
+    int boot_wait_ms = (opts.boot_timeout_s > 0 ? opts.boot_timeout_s : 60) * 1000 + 5000;
     bool is_err = false;
     char *status = NULL;
     const lang_t *lang = NULL;
@@ -503,10 +508,10 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
 done:
     s_stop(&srv);
     {
-        char *cwd = fileio_realpath(cfg.cwd ? cfg.cwd : ".");
-        char *assets = cfg.assets_dir ? (cfg.assets_dir[0] == '/' ? xstrdup(cfg.assets_dir)
+        char *cwd = fileio_realpath(opts.cwd ? opts.cwd : ".");
+        char *assets = opts.assets_dir ? (opts.assets_dir[0] == '/' ? xstrdup(opts.assets_dir)
                                                                    : xasprintf("%s/%s", cwd ? cwd : ".",
-                                                                               cfg.assets_dir))
+                                                                               opts.assets_dir))
                                       : xasprintf("%s/.rat-assets", cwd ? cwd : ".");
         char *why = NULL;
         if (s_dir_writable(assets, &why))

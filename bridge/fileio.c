@@ -70,13 +70,28 @@ char *fileio_read(const char *path, size_t max, size_t *len)
 
 int fileio_write_atomic(const char *path, const void *data, size_t len, int mode)
 {
-    char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    /* The temporary file gets an unpredictable name in path's own directory
+     * (rename is atomic only within one file system) and is created by
+     * mkostemp: O_CREAT|O_EXCL, so nothing already there — a symlink planted
+     * by another user of a shared directory included — is followed or
+     * reused, and mode 0600 from the first byte (a connection file holds the
+     * kernel's key). */
+    const char *slash = strrchr(path, '/');
+    char *tmp = slash ? xasprintf("%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1)
+                      : xasprintf(".%s.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
         free(tmp);
         return -1;
     }
-    fchmod(fd, (mode_t)mode); /* the umask must not widen or narrow it */
+    if (fchmod(fd, (mode_t)mode) < 0) { /* the umask must not widen or narrow it */
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        errno = e;
+        return -1;
+    }
     const char *p = data;
     size_t left = len;
     while (left) {
@@ -84,7 +99,7 @@ int fileio_write_atomic(const char *path, const void *data, size_t len, int mode
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            int e = errno;
+            int e = n < 0 ? errno : EIO;
             close(fd);
             unlink(tmp);
             free(tmp);

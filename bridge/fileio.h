@@ -9,8 +9,10 @@
  * copy (caller owns it) and its length in *len, or NULL with errno set
  * (EFBIG when the file is larger than max). */
 char *fileio_read(const char *path, size_t max, size_t *len);
-/* Writes data to path atomically (temp file + rename) with the given mode.
- * Returns 0 or -1 with errno set. */
+/* Writes data to path atomically with the given mode: a temporary file with
+ * an unpredictable name in the same directory, created exclusively (never
+ * through an existing file or symlink) with mode 0600, then renamed over
+ * path. Returns 0 or -1 with errno set (no temporary file left). */
 int fileio_write_atomic(const char *path, const void *data, size_t len, int mode);
 bool fileio_is_file(const char *path);
 bool fileio_is_dir(const char *path);

@@ -518,20 +518,12 @@ static int s_install_yaml(const family_t *fam, const s_opts_t *o, const char *co
         free(owner);
         goto fail;
     }
-    yaml_block_line_t lines[] = {{1, NULL}, {1, "expose:"}, {2, NULL}};
-    char *qcmd = yaml_block_quote(command), *qname = yaml_block_quote(o->name);
-    char *cmd_line = xasprintf("command: %s", qcmd);
-    char *item_line = xasprintf("- %s", qname);
-    lines[0].text = cmd_line;
-    lines[2].text = item_line;
+    const char *const expose[] = {o->name};
+    const yaml_block_field_t fields[] = {{"command", command, NULL, 0}, {"expose", NULL, expose, 1}};
     char serr[512];
-    int rc = yaml_block_set(y, "servers", o->name, lines, 3, serr, sizeof serr);
+    int rc = yaml_block_set(y, "servers", o->name, fields, 2, serr, sizeof serr);
     if (rc < 0)
         snprintf(err, sizeof err, "cannot edit %s safely: %s", cfg, serr);
-    free(qcmd);
-    free(qname);
-    free(cmd_line);
-    free(item_line);
     if (rc < 0 || s_save_config(y, write_path, mode, err, sizeof err) < 0)
         goto fail;
     char *target = s_find_mcp2cli_offpath();

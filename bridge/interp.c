@@ -2,18 +2,32 @@
 #include "interp.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "buf.h"
 #include "fileio.h"
+#include "jpaths.h"
 #include "mem.h"
+
+#define QUERY_TIMEOUT_MS 10000   /* for one `python -c` asking about ipykernel */
+#define QUERY_MAX_OUT (64 * 1024)
+#define CACHE_MAX (64 * 1024)
+#define CACHE_MAGIC "rat-py venv cache 1"
+
+extern char **environ;
 
 void interp_free(interp_t *it)
 {
@@ -85,6 +99,240 @@ static char *s_find_dotvenv(const char *dir)
     return NULL;
 }
 
+/* ------------------------------------------------------------ system site-packages */
+
+/* Whether env's pyvenv.cfg says include-system-site-packages = true (read
+ * the way site.py reads it: keys case-insensitive, value "true" in any case). */
+static bool s_system_site(const char *env)
+{
+    char *path = xasprintf("%s/pyvenv.cfg", env);
+    size_t len = 0;
+    char *text = fileio_read(path, CACHE_MAX, &len);
+    free(path);
+    bool on = false;
+    char *save = NULL;
+    for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+        char *eq = strchr(l, '=');
+        if (!eq)
+            continue;
+        char *k = l, *v = eq + 1, *ke = eq;
+        while (*k == ' ' || *k == '\t')
+            k++;
+        while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+            ke--;
+        *ke = '\0';
+        while (*v == ' ' || *v == '\t')
+            v++;
+        size_t vl = strlen(v);
+        while (vl && strchr(" \t\r", v[vl - 1]))
+            v[--vl] = '\0';
+        if (strcasecmp(k, "include-system-site-packages") == 0)
+            on = strcasecmp(v, "true") == 0;
+    }
+    free(text);
+    return on;
+}
+
+/* Runs `python -c code` with stdin and stderr on /dev/null and collects at
+ * most QUERY_MAX_OUT bytes of stdout within QUERY_TIMEOUT_MS (then the
+ * process is killed). Returns the exit status, or -1. */
+static int s_run_python(const char *python, const char *code, buf_t *out)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return -1;
+    char *const argv[] = {(char *)python, "-c", (char *)code, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, python, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pfd[1]);
+    if (rc != 0) {
+        close(pfd[0]);
+        return -1;
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool timed_out = false;
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = QUERY_TIMEOUT_MS - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd p = {pfd[0], POLLIN, 0};
+        int r = poll(&p, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        char chunk[4096];
+        ssize_t n = read(pfd[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (out->len + (size_t)n <= QUERY_MAX_OUT)
+            buf_append(out, chunk, (size_t)n);
+    }
+    close(pfd[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (timed_out)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A directory's modification time as text ("-" when it does not exist):
+ * installing or removing a package changes its site directory's. */
+static char *s_stamp(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return xstrdup("-");
+    return xasprintf("%lld.%09ld", (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+static char *s_cache_path(const char *env)
+{
+    const char *x = getenv("XDG_CACHE_HOME");
+    char *dir = x && x[0] == '/' ? xasprintf("%s/rat-py", x) : xasprintf("%s/.cache/rat-py", jpaths_home());
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)env; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    char *path = xasprintf("%s/venv-%016llx", dir, (unsigned long long)h);
+    free(dir);
+    return path;
+}
+
+/* The cached answer for env, or -1 when there is none or it is stale. The
+ * cache names the files whose times decide the answer: pyvenv.cfg, the
+ * interpreter, and every directory on the interpreter's sys.path. */
+static int s_cache_get(const char *cache, const char *env, const char *python)
+{
+    size_t len = 0;
+    char *text = fileio_read(cache, CACHE_MAX, &len);
+    if (!text)
+        return -1;
+    int answer = -1;
+    bool valid = false;
+    char *save = NULL;
+    size_t i = 0;
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), i++) {
+        if (i == 0) {
+            valid = strcmp(l, CACHE_MAGIC) == 0;
+        } else if (i == 1) {
+            valid = strncmp(l, "env ", 4) == 0 && strcmp(l + 4, env) == 0;
+        } else if (i == 2) {
+            valid = strncmp(l, "python ", 7) == 0 && strcmp(l + 7, python) == 0;
+        } else if (strncmp(l, "stamp ", 6) == 0) {
+            char *sp = strchr(l + 6, ' ');
+            if (!sp) {
+                valid = false;
+            } else {
+                *sp = '\0';
+                char *now = s_stamp(sp + 1);
+                valid = strcmp(now, l + 6) == 0;
+                free(now);
+            }
+        } else if (strncmp(l, "ipykernel ", 10) == 0) {
+            answer = strcmp(l + 10, "yes") == 0 ? 1 : 0;
+        } else {
+            valid = false;
+        }
+        if (!valid)
+            break;
+    }
+    free(text);
+    return valid ? answer : -1;
+}
+
+/* Asks env's interpreter whether it can import ipykernel (with the base
+ * interpreter's site-packages a --system-site-packages venv sees), and
+ * which directories its answer depends on; caches both. Returns 1, 0, or
+ * -1 when the interpreter could not answer. */
+static int s_ask_python(const char *cache, const char *env, const char *python)
+{
+    static const char code[] =
+        "import sys, importlib.util\n"
+        "sys.path[:] = [p for p in sys.path if p]\n"
+        "ok = importlib.util.find_spec('ipykernel') is not None\n"
+        "sys.stdout.write('\\0'.join(['yes' if ok else 'no'] + sys.path))\n";
+    buf_t out;
+    buf_init(&out, 0);
+    int rc = s_run_python(python, code, &out);
+    int answer = -1;
+    const char *o = buf_str(&out);
+    if (rc == 0 && out.len >= 2) {
+        size_t first = strnlen(o, out.len);
+        if ((first == 3 && !memcmp(o, "yes", 3)) || (first == 2 && !memcmp(o, "no", 2)))
+            answer = o[0] == 'y';
+    }
+    if (answer >= 0) {
+        buf_t c;
+        buf_init(&c, 0);
+        char *cfg = xasprintf("%s/pyvenv.cfg", env);
+        char *st_cfg = s_stamp(cfg), *st_py = s_stamp(python);
+        buf_printf(&c, CACHE_MAGIC "\nenv %s\npython %s\nstamp %s %s\nstamp %s %s\n", env, python, st_cfg, cfg,
+                   st_py, python);
+        free(st_cfg);
+        free(st_py);
+        free(cfg);
+        bool ok = true;
+        for (size_t at = strnlen(o, out.len) + 1; at < out.len;) {
+            size_t n = strnlen(o + at, out.len - at);
+            char *dir = xstrndup(o + at, n);
+            if (strchr(dir, '\n') || dir[0] != '/')
+                ok = false; /* not a path this cache can name; do not cache */
+            char *st = s_stamp(dir);
+            buf_printf(&c, "stamp %s %s\n", st, dir);
+            free(st);
+            free(dir);
+            at += n + 1;
+        }
+        buf_printf(&c, "ipykernel %s\n", answer ? "yes" : "no");
+        char *dir = xstrdup(cache);
+        *strrchr(dir, '/') = '\0';
+        char *parent = xstrdup(dir);
+        *strrchr(parent, '/') = '\0';
+        (void)mkdir(parent, 0700);
+        if (ok && (mkdir(dir, 0700) == 0 || errno == EEXIST))
+            (void)fileio_write_atomic(cache, c.data, c.len, 0600); /* a cache: failing to write it is fine */
+        free(parent);
+        free(dir);
+        buf_free(&c);
+    }
+    buf_free(&out);
+    return answer;
+}
+
+/* Whether env's interpreter finds ipykernel: in the venv's own
+ * site-packages (looked up on disk, no Python started), or, when pyvenv.cfg
+ * includes the system site-packages, anywhere on its sys.path (asked of the
+ * interpreter once, then cached until one of those directories changes). */
+static bool s_venv_has_ipykernel(const char *env, const char *python)
+{
+    if (interp_env_has_ipykernel(env))
+        return true;
+    if (!s_system_site(env))
+        return false;
+    char *cache = s_cache_path(env);
+    int answer = s_cache_get(cache, env, python);
+    if (answer < 0)
+        answer = s_ask_python(cache, env, python);
+    free(cache);
+    return answer == 1;
+}
+
 int interp_resolve(const char *cwd, const char *python, const char *venv, interp_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -128,7 +376,7 @@ int interp_resolve(const char *cwd, const char *python, const char *venv, interp
         }
         return 0;
     }
-    if (interp_env_has_ipykernel(env)) {
+    if (s_venv_has_ipykernel(env, py)) {
         out->python = py;
         out->note = xasprintf("venv %s (%s)", env, source);
         return 0;
@@ -145,8 +393,6 @@ int interp_resolve(const char *cwd, const char *python, const char *venv, interp
     }
     return 0;
 }
-
-extern char **environ;
 
 static bool s_can_import_ipykernel(const char *python)
 {

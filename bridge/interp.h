@@ -4,8 +4,14 @@
  * environment ($VIRTUAL_ENV, else ./.venv in the working directory or one of
  * its parents). An environment is used only when it has ipykernel; otherwise
  * rat-py falls back to the python3 kernelspec and says why. Checking for
- * ipykernel looks at the environment's site-packages on disk: no Python is
- * started just to ask. */
+ * ipykernel looks at the environment's site-packages on disk first (no
+ * Python is started just to ask). A venv made with --system-site-packages
+ * (pyvenv.cfg: include-system-site-packages = true) may get ipykernel from
+ * its base interpreter: then its interpreter is asked once (find_spec), and
+ * the answer is cached in $XDG_CACHE_HOME/rat-py (~/.cache/rat-py) with the
+ * times of pyvenv.cfg, the interpreter and every sys.path directory, so it
+ * is asked again only when one of them changes (a package installed or
+ * removed). */
 #ifndef RAT_INTERP_H
 #define RAT_INTERP_H
 

@@ -37,25 +37,16 @@ static int s_list_kernels(void)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Everything after the command line is parsed. */
+static int s_main(config_t *cfg, const family_t *fam)
 {
-    /* The name we run under picks the language (rat-r, rat-ju, ...). */
-    const family_t *fam = family_from_argv0(argv[0]);
-    if (argc > 1 && strcmp(argv[1], "install") == 0)
-        return install_main(argc - 1, argv + 1, argv[0], fam);
-    if (argc > 1 && strcmp(argv[1], "uninstall") == 0)
-        return install_uninstall_main(argc - 1, argv + 1, argv[0], fam);
-    if (argc > 1 && strcmp(argv[1], "doctor") == 0)
-        return doctor_main(argc - 1, argv + 1, argv[0], fam);
-    config_t cfg;
-    if (config_parse(&cfg, argc, argv) < 0)
-        return 2;
-    if (cfg.log_level)
-        log_set_level((log_level_t)log_level_parse(cfg.log_level));
+    rat_options_t *o = &cfg->opts;
+    if (o->log_level)
+        log_set_level((log_level_t)log_level_parse(o->log_level));
     else if (getenv("RAT_LOG"))
         log_set_level(log_level_parse(getenv("RAT_LOG")) >= 0 ? (log_level_t)log_level_parse(getenv("RAT_LOG"))
                                                                : LOG_LEVEL_WARN);
-    switch (cfg.cmd) {
+    switch (cfg->cmd) {
     case CONFIG_CMD_HELP:
         config_usage(stdout);
         return 0;
@@ -68,9 +59,9 @@ int main(int argc, char **argv)
         break;
     }
     char *family_kernel_name = NULL;
-    if (fam->language && !cfg.kernel && !cfg.existing) {
+    if (fam->language && !o->kernel && !o->existing) {
         char err[1024];
-        if (cfg.python || cfg.venv) {
+        if (o->python || o->venv) {
             fprintf(stderr, "%s: --python and --venv choose the Python kernel; %s runs %s\n", fam->prog, fam->prog,
                     fam->what);
             return 2;
@@ -80,35 +71,38 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: %s\n", fam->prog, err);
             return 1;
         }
-        cfg.kernel = family_kernel_name;
+        o->kernel = family_kernel_name;
     }
-    /* The server itself is the library's (include/rat/rat.h). */
-    rat_options_t o;
-    rat_options_init(&o);
-    o.cwd = cfg.cwd;
-    o.kernel = cfg.kernel;
-    o.python = cfg.python;
-    o.venv = cfg.venv;
-    o.existing = cfg.existing;
-    o.allow_restart = cfg.allow_restart;
-    o.spare = cfg.spare;
-    o.assets_dir = cfg.assets_dir;
-    o.assets_max_mb = cfg.assets_max_mb;
-    o.boot_timeout_s = cfg.boot_timeout_s;
-    o.log_level = cfg.log_level;
-    o.host = cfg.host;
-    o.port = cfg.port;
-    o.token = cfg.token;
-    o.allow_origins = cfg.allow_origins;
-    o.insecure_no_token = cfg.insecure_no_token;
+    /* The server itself is the library's (include/rat/rat.h); the options
+     * were checked by config_parse with the library's own check. */
     char err[1024];
-    rat_server_t *srv = rat_server_new(&o, err, sizeof err);
+    rat_server_t *srv = rat_server_new(o, err, sizeof err);
     free(family_kernel_name);
     if (!srv) {
         fprintf(stderr, "rat-py: %s\n", err);
         return 2;
     }
-    int status = cfg.http ? rat_server_run_http(srv) : rat_server_run_stdio(srv);
+    int status = cfg->http ? rat_server_run_http(srv) : rat_server_run_stdio(srv);
     rat_server_destroy(&srv);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    /* The name we run under picks the language (rat-r, rat-ju, ...). */
+    const family_t *fam = family_from_argv0(argv[0]);
+    if (argc > 1 && strcmp(argv[1], "install") == 0)
+        return install_main(argc - 1, argv + 1, argv[0], fam);
+    if (argc > 1 && strcmp(argv[1], "uninstall") == 0)
+        return install_uninstall_main(argc - 1, argv + 1, argv[0], fam);
+    if (argc > 1 && strcmp(argv[1], "doctor") == 0)
+        return doctor_main(argc - 1, argv + 1, argv[0], fam);
+    config_t cfg;
+    if (config_parse(&cfg, argc, argv) < 0) {
+        config_free(&cfg);
+        return 2;
+    }
+    int status = s_main(&cfg, fam);
+    config_free(&cfg);
     return status;
 }

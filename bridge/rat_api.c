@@ -5,15 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "log.h"
 #include "mem.h"
 #include "server.h"
 
+/* The server keeps its own copy of every option: opts' strings point into
+ * the owned copies below, so nothing the caller passed is used after
+ * rat_server_new returns. */
 struct rat_server {
-    config_t cfg;          /* points into the owned copies below */
-    char *strings[16];     /* owned copies of the option strings */
-    size_t nstrings;
+    rat_options_t opts;
+    char *cwd, *kernel, *python, *venv, *existing, *assets_dir, *log_level, *host, *token; /* owned */
+    char **origins;        /* owned (strv), NULL-terminated; NULL when none */
 };
 
 const char *rat_version(void)
@@ -27,56 +29,80 @@ void rat_options_init(rat_options_t *o)
     o->port = -1;
 }
 
-static const char *s_keep(rat_server_t *s, const char *v)
+/* The one validation of server options: the command line (config.c) and
+ * library callers both come through here. */
+int rat_options_check(const rat_options_t *o, char *err, size_t errlen)
 {
-    if (!v)
-        return NULL;
-    char *c = xstrdup(v);
-    if (s->nstrings < sizeof s->strings / sizeof s->strings[0])
-        s->strings[s->nstrings++] = c;
-    return c;
+    if (o->log_level && log_level_parse(o->log_level) < 0) {
+        snprintf(err, errlen, "--log-level (log_level) must be debug, info, warn, error or off, not '%s'",
+                 o->log_level);
+        return -1;
+    }
+    if (o->existing && (o->kernel || o->python || o->venv)) {
+        snprintf(err, errlen, "--existing (existing) attaches to a running kernel; it cannot be combined with "
+                              "--kernel, --python or --venv");
+        return -1;
+    }
+    if (o->python && o->venv) {
+        snprintf(err, errlen, "give either --python or --venv (python, venv), not both");
+        return -1;
+    }
+    if (o->port < -1 || o->port > 65535) {
+        snprintf(err, errlen, "--port (port) must be 0-65535 (or -1 for the default, 8000), not %d", o->port);
+        return -1;
+    }
+    if (o->boot_timeout_s < 0 || o->boot_timeout_s > RAT_MAX_BOOT_TIMEOUT_S) {
+        snprintf(err, errlen, "--boot-timeout (boot_timeout_s) must be 1-%d seconds (or 0 for the default, 60), "
+                              "not %d",
+                 RAT_MAX_BOOT_TIMEOUT_S, o->boot_timeout_s);
+        return -1;
+    }
+    if (o->assets_max_mb < 0 || o->assets_max_mb > RAT_MAX_ASSETS_MB) {
+        snprintf(err, errlen, "--assets-max-mb (assets_max_mb) must be 1-%ld megabytes (or 0 for the default, "
+                              "512), not %ld",
+                 RAT_MAX_ASSETS_MB, o->assets_max_mb);
+        return -1;
+    }
+    for (size_t i = 0; o->allow_origins && o->allow_origins[i]; i++) {
+        if (i >= RAT_MAX_ALLOW_ORIGINS) {
+            snprintf(err, errlen, "--allow-origin (allow_origins) may be given at most %d times",
+                     RAT_MAX_ALLOW_ORIGINS);
+            return -1;
+        }
+        if (!o->allow_origins[i][0]) {
+            snprintf(err, errlen, "--allow-origin (allow_origins) cannot be empty");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *s_keep(char **slot, const char *v)
+{
+    *slot = xstrdup(v); /* NULL stays NULL */
+    return *slot;
 }
 
 rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
 {
-    if (o->log_level && log_level_parse(o->log_level) < 0) {
-        snprintf(err, errlen, "log level must be debug, info, warn, error or off, not '%s'", o->log_level);
+    if (rat_options_check(o, err, errlen) < 0)
         return NULL;
-    }
-    if (o->existing && (o->kernel || o->python || o->venv)) {
-        snprintf(err, errlen, "existing attaches to a running kernel; it cannot be combined with kernel, python or venv");
-        return NULL;
-    }
-    if (o->python && o->venv) {
-        snprintf(err, errlen, "give either python or venv, not both");
-        return NULL;
-    }
-    if (o->port > 65535 || o->boot_timeout_s < 0 || o->assets_max_mb < 0) {
-        snprintf(err, errlen, "port, boot timeout or assets limit out of range");
-        return NULL;
-    }
     rat_server_t *s = xcalloc(1, sizeof *s);
-    config_t *c = &s->cfg;
-    c->cmd = CONFIG_CMD_SERVE;
-    c->cwd = s_keep(s, o->cwd);
-    c->kernel = s_keep(s, o->kernel);
-    c->python = s_keep(s, o->python);
-    c->venv = s_keep(s, o->venv);
-    c->existing = s_keep(s, o->existing);
-    c->allow_restart = o->allow_restart;
-    c->spare = o->spare;
-    c->assets_dir = s_keep(s, o->assets_dir);
-    c->assets_max_mb = o->assets_max_mb;
-    c->boot_timeout_s = o->boot_timeout_s > 0 ? o->boot_timeout_s : 60;
-    c->log_level = s_keep(s, o->log_level);
-    c->host = s_keep(s, o->host);
-    c->port = o->port;
-    c->token = s_keep(s, o->token);
-    c->insecure_no_token = o->insecure_no_token;
-    for (size_t i = 0; o->allow_origins && o->allow_origins[i] && c->norigins < CONFIG_MAX_ORIGINS; i++) {
-        char *v = xstrdup(o->allow_origins[i]);
-        c->allow_origins[c->norigins++] = v;
-    }
+    rat_options_t *c = &s->opts;
+    *c = *o;
+    c->cwd = s_keep(&s->cwd, o->cwd);
+    c->kernel = s_keep(&s->kernel, o->kernel);
+    c->python = s_keep(&s->python, o->python);
+    c->venv = s_keep(&s->venv, o->venv);
+    c->existing = s_keep(&s->existing, o->existing);
+    c->assets_dir = s_keep(&s->assets_dir, o->assets_dir);
+    c->log_level = s_keep(&s->log_level, o->log_level);
+    c->host = s_keep(&s->host, o->host);
+    c->token = s_keep(&s->token, o->token);
+    s->origins = o->allow_origins && o->allow_origins[0] ? strv_dup((char *const *)o->allow_origins) : NULL;
+    c->allow_origins = (const char *const *)s->origins;
+    if (c->boot_timeout_s == 0)
+        c->boot_timeout_s = 60;
     if (c->log_level)
         log_set_level((log_level_t)log_level_parse(c->log_level));
     return s;
@@ -84,14 +110,12 @@ rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
 
 int rat_server_run_stdio(rat_server_t *s)
 {
-    s->cfg.http = false;
-    return server_run(&s->cfg);
+    return server_run(&s->opts, false);
 }
 
 int rat_server_run_http(rat_server_t *s)
 {
-    s->cfg.http = true;
-    return server_run(&s->cfg);
+    return server_run(&s->opts, true);
 }
 
 void rat_server_destroy(rat_server_t **s_p)
@@ -99,10 +123,11 @@ void rat_server_destroy(rat_server_t **s_p)
     if (!s_p || !*s_p)
         return;
     rat_server_t *s = *s_p;
-    for (size_t i = 0; i < s->nstrings; i++)
-        free(s->strings[i]);
-    for (int i = 0; i < s->cfg.norigins; i++)
-        free((char *)s->cfg.allow_origins[i]);
+    char *owned[] = {s->cwd,        s->kernel,    s->python, s->venv, s->existing,
+                     s->assets_dir, s->log_level, s->host,   s->token};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        free(owned[i]);
+    strv_free(s->origins);
     free(s);
     *s_p = NULL;
 }

@@ -59,8 +59,10 @@ static void s_on_eof(void *ud)
     loop_stop(app->loop);
 }
 
-/* The runtime dir, or a private temporary one when it is not writable; then
- * *is_temp is set and the caller removes it at exit. */
+/* The runtime dir, or a private temporary one (mkdtemp: 0700, a fresh
+ * name) when it is not writable; then *is_temp is set and the caller
+ * removes it at exit. NULL when neither can be had: a shared directory such
+ * as /tmp itself is never used for the connection and log files. */
 static char *s_runtime_dir(bool *is_temp)
 {
     *is_temp = false;
@@ -68,19 +70,26 @@ static char *s_runtime_dir(bool *is_temp)
     if (jpaths_ensure_dir(rt) == 0 && access(rt, W_OK | X_OK) == 0)
         return rt;
     int e = errno;
-    char tmpl[] = "/tmp/rat-py-runtime-XXXXXX";
+    const char *tmpdir = getenv("TMPDIR");
+    char *tmpl = xasprintf("%s/rat-py-runtime-XXXXXX", tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp");
     char *d = mkdtemp(tmpl);
-    log_warn("the Jupyter runtime dir %s is not writable (%s); using %s instead", rt, strerror(e),
-             d ? d : "/tmp");
+    if (d)
+        log_warn("the Jupyter runtime dir %s is not writable (%s); using %s instead", rt, strerror(e), d);
+    else
+        fprintf(stderr, "rat-py: the Jupyter runtime dir %s is not writable (%s), and no private directory "
+                        "could be made in its place (%s); set JUPYTER_RUNTIME_DIR to a writable directory\n",
+                rt, strerror(e), strerror(errno));
     free(rt);
     *is_temp = d != NULL;
-    return xstrdup(d ? d : "/tmp");
+    if (!d)
+        free(tmpl);
+    return d;
 }
 
 /* Works out how to start the kernel. Fills ro (pointing into the owned
  * strings returned through the out parameters). Returns 0, or an exit status. */
-static int s_choose_kernel(const config_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it, char ***argv_out,
-                           char **existing_out)
+static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it,
+                           char ***argv_out, char **existing_out)
 {
     char err[2048];
     if (cfg->existing) {
@@ -172,7 +181,7 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
     out->sandbox = strcmp(mime, "text/html") == 0 || strcmp(mime, "image/svg+xml") == 0;
 }
 
-int server_run(const config_t *cfg)
+int server_run(const rat_options_t *cfg, bool http)
 {
     /* Signals first: every thread created later (libzmq's) inherits the mask. */
     sigs_t *sigs = sigs_new();
@@ -206,6 +215,10 @@ int server_run(const config_t *cfg)
                                                            : xasprintf("%s/%s", cwd, cfg->assets_dir))
                              : xasprintf("%s/.rat-assets", cwd);
     rtdir = s_runtime_dir(&rtdir_temp);
+    if (!rtdir) {
+        status = 1;
+        goto out;
+    }
     store = assets_new(assets, 0, cfg->assets_max_mb ? (unsigned long long)cfg->assets_max_mb << 20 : 0);
     runtime_opts_t ro = {
         .assets = store,
@@ -242,7 +255,7 @@ int server_run(const config_t *cfg)
     tool_look_register(mcp, &ctx);
     tool_ctl_register(mcp, &ctx);
     tool_assets_register(mcp, &ctx);
-    if (cfg->http) {
+    if (http) {
         /* Many clients means many descriptors: use the hard limit, not the
          * (often 1024) soft one, so the connection limit is what bounds us. */
         struct rlimit rl;

@@ -4,10 +4,14 @@
 #ifndef RAT_SERVER_H
 #define RAT_SERVER_H
 
-#include "config.h"
+#include <stdbool.h>
 
-/* Runs the MCP server over stdio (until EOF) or Streamable HTTP (--http),
- * until a termination signal. Returns the process exit status. */
-int server_run(const config_t *cfg);
+#include "rat/rat.h"
+
+/* Runs the MCP server over stdio (until EOF) or Streamable HTTP (http),
+ * until a termination signal. opts were checked by rat_options_check and
+ * have their defaults filled in (rat_server_new). Returns the process exit
+ * status. */
+int server_run(const rat_options_t *cfg, bool http);
 
 #endif

@@ -18,7 +18,7 @@ rat_apt_install() {
 }
 
 # What building and running rat-py needs.
-RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev libmicrohttpd-dev)
+RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev libyaml-dev libmicrohttpd-dev)
 RAT_RUN_PKGS=(python3-ipykernel)
 # What scripts/test needs on top: jupyter_client for the wire interop test
 # and the fake kernel (with pyzmq), numpy/pandas for look's tests, clang with

@@ -35,8 +35,14 @@ extern "C" {
 
 typedef struct rat_server rat_server_t;
 
+#define RAT_MAX_ALLOW_ORIGINS 16   /* entries of rat_options_t.allow_origins */
+#define RAT_MAX_BOOT_TIMEOUT_S 3600
+#define RAT_MAX_ASSETS_MB (1L << 20)
+
 /* Everything is optional; rat_options_init sets the defaults. Strings are
- * borrowed until rat_server_new returns (it copies them). */
+ * borrowed until rat_server_new returns (it copies them all). The ranges
+ * are checked by rat_options_check (the command line goes through the same
+ * check: rat-py builds this struct from its options). */
 typedef struct {
     const char *cwd;               /* kernel working directory (default: the current one) */
     const char *kernel;            /* kernelspec name (default: python3) */
@@ -46,22 +52,28 @@ typedef struct {
     bool allow_restart;            /* let ctl restart act on an existing kernel */
     bool spare;                    /* keep a warm spare kernel for restart / reset all */
     const char *assets_dir;        /* default: <cwd>/.rat-assets */
-    long assets_max_mb;            /* 0: the default (512) */
-    int boot_timeout_s;            /* 0: the default (60) */
+    long assets_max_mb;            /* 0: the default (512); else 1 - RAT_MAX_ASSETS_MB */
+    int boot_timeout_s;            /* 0: the default (60); else 1 - RAT_MAX_BOOT_TIMEOUT_S */
     const char *log_level;         /* "debug", "info", "warn", "error", "off"; NULL: warn */
     /* Streamable HTTP (rat_server_run_http) */
     const char *host;              /* default 127.0.0.1 */
-    int port;                      /* -1: 8000; 0: any free port */
+    int port;                      /* -1: 8000; 0: any free port; else 1 - 65535 */
     const char *token;             /* bearer token, or NULL */
-    const char *const *allow_origins; /* extra allowed Origins, NULL-terminated, or NULL */
+    const char *const *allow_origins; /* extra allowed Origins, NULL-terminated, or NULL;
+                                       * at most RAT_MAX_ALLOW_ORIGINS, none empty */
     bool insecure_no_token;        /* allow a non-loopback host without a token */
 } rat_options_t;
 
 /* The library's version, e.g. "0.1.0". */
 RAT_API const char *rat_version(void);
 RAT_API void rat_options_init(rat_options_t *opts);
-/* Checks and copies the options. Nothing starts yet. Returns NULL with a
- * one-line reason in err when the options cannot work. */
+/* Checks the options: ranges, a known log level, combinations (existing
+ * excludes kernel, python and venv; python excludes venv). Returns 0, or -1
+ * with a one-line reason in err (naming the command-line option and the
+ * field). opts is only read. */
+RAT_API int rat_options_check(const rat_options_t *opts, char *err, size_t errlen);
+/* Checks (rat_options_check) and copies the options. Nothing starts yet.
+ * Returns NULL with a one-line reason in err when the options cannot work. */
 RAT_API rat_server_t *rat_server_new(const rat_options_t *opts, char *err, size_t errlen);
 /* Starts the kernel and serves MCP on stdin/stdout until EOF or a
  * termination signal. Returns an exit status (0 on a clean end). */

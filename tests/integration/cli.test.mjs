@@ -96,3 +96,38 @@ test('a kernelspec\'s env (${VAR} expanded) and {resource_dir} reach the kernel;
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('option ranges: the command line says what the library (rat_options_check) says, before any kernel starts', () => {
+  // The same texts as tests/unit/test_api.c gets from the library.
+  const origins = Array.from({ length: 17 }, (_, i) => ['--allow-origin', `http://o${i}.example`]).flat();
+  const cases = [
+    [['--boot-timeout', '2147484'], 'rat-py: --boot-timeout (boot_timeout_s) must be 1-3600 seconds (or 0 for the default, 60), not 2147484'],
+    [['--boot-timeout', '3601'], 'rat-py: --boot-timeout (boot_timeout_s) must be 1-3600 seconds (or 0 for the default, 60), not 3601'],
+    [['--boot-timeout', '99999999999999999999'], "rat-py: --boot-timeout needs a positive number of seconds, not '99999999999999999999'"],
+    [['--http', '--port', '65536'], 'rat-py: --port (port) must be 0-65535 (or -1 for the default, 8000), not 65536'],
+    [['--assets-max-mb', '1048577'], 'rat-py: --assets-max-mb (assets_max_mb) must be 1-1048576 megabytes (or 0 for the default, 512), not 1048577'],
+    [['--http', ...origins], 'rat-py: --allow-origin (allow_origins) may be given at most 16 times'],
+    [['--log-level', 'loud'], "rat-py: --log-level (log_level) must be debug, info, warn, error or off, not 'loud'"],
+    [['--python', '/usr/bin/python3', '--venv', '/tmp'], 'rat-py: give either --python or --venv (python, venv), not both'],
+  ];
+  for (const [args, message] of cases) {
+    const p = rat(args);
+    assert.equal(p.status, 2, `${args.join(' ')}: ${p.stderr}`);
+    assert.equal(p.stderr, `${message}\n`);
+    assert.equal(p.stdout, '');
+  }
+});
+
+test('no usable runtime dir and no private temporary one: a clear error, never /tmp itself', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-rtdir-'));
+  try {
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, 'not a directory');
+    // Nobody, root included, can create a directory below a regular file.
+    const p = rat([], { JUPYTER_RUNTIME_DIR: path.join(file, 'runtime'), TMPDIR: path.join(file, 'tmp') });
+    assert.equal(p.status, 1, p.stderr);
+    assert.match(p.stderr, /^rat-py: the Jupyter runtime dir \S+\/a-file\/runtime is not writable \(Not a directory\), and no private directory could be made in its place \(Not a directory\); set JUPYTER_RUNTIME_DIR to a writable directory\n$/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -2,7 +2,8 @@
 // connection file permissions, and which Python (venv detection).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, symlinkSync, writeFileSync, statSync, existsSync, rmSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync, statSync, existsSync, rmSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connect, run, ctl, until, ms } from './lib.mjs';
@@ -98,4 +99,62 @@ test('--python picks the interpreter; a missing one is a clear start-up error', 
   assert.equal(p.status, 2);
   assert.equal(p.stdout, '');
   assert.match(p.stderr, /--python \/no\/such\/python: no such executable/);
+});
+
+test('a real venv made with --system-site-packages (ipykernel from the base) is used: VIRTUAL_ENV, --venv, .venv; the answer is cached', async () => {
+  const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'rat-venv-')));
+  const venv = path.join(root, '.venv');
+  const v = spawnSync('/usr/bin/python3', ['-m', 'venv', '--system-site-packages', '--without-pip', venv], { encoding: 'utf8' });
+  assert.equal(v.status, 0, v.stderr);
+  const cache = path.join(root, 'cache');
+  const env = { XDG_CACHE_HOME: cache, VIRTUAL_ENV: '' };
+  const ways = [
+    ['VIRTUAL_ENV', { env: { ...env, VIRTUAL_ENV: venv } }],
+    ['--venv', { args: ['--venv', venv], env }],
+    ['\\.venv', { args: ['--cwd', root], env }],
+  ];
+  try {
+    for (const [label, opts] of ways) {
+      const h = await connect(opts);
+      try {
+        const r = await run(h, 'import sys, ipykernel; print(sys.prefix)');
+        assert.equal(r.text.split('\n')[0], venv, label);
+        const st = await ctl(h, 'status');
+        assert.match(st.text, new RegExp(`environment: venv ${venv} \\(${label}\\)\\n`));
+        assert.match(st.text, new RegExp(`interpreter: ${venv}/bin/python`));
+      } finally {
+        await h.close();
+      }
+    }
+    // One answer, cached with the directories it depends on.
+    const dir = path.join(cache, 'rat-py');
+    const files = readdirSync(dir);
+    assert.equal(files.length, 1, files.join(' '));
+    const file = path.join(dir, files[0]);
+    const text = readFileSync(file, 'utf8');
+    assert.match(text, /\nipykernel yes\n$/);
+    assert.match(text, new RegExp(`\\nstamp \\S+ ${venv}/lib/python3\\.\\d+/site-packages\\n`));
+    // The cache is what answers while those directories are unchanged...
+    writeFileSync(file, text.replace('ipykernel yes', 'ipykernel no'));
+    let h = await connect({ env: { ...env, VIRTUAL_ENV: venv } });
+    try {
+      const st = await ctl(h, 'status');
+      assert.match(st.text, /lacks ipykernel, so the python3 kernelspec is used/);
+    } finally {
+      await h.close();
+    }
+    // ...and a change in one of them (a package installed) asks again.
+    const sp = /\nstamp \S+ (\S+\/site-packages)\n/.exec(text)[1];
+    writeFileSync(path.join(sp, 'newly_installed.py'), '');
+    h = await connect({ env: { ...env, VIRTUAL_ENV: venv } });
+    try {
+      const r = await run(h, 'import sys; print(sys.prefix)');
+      assert.equal(r.text.split('\n')[0], venv);
+    } finally {
+      await h.close();
+    }
+    assert.match(readFileSync(file, 'utf8'), /\nipykernel yes\n$/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });

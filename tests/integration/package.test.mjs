@@ -58,7 +58,7 @@ test('cpack -G DEB: Depends name the runtime libraries and ipykernel; installed,
     assert.ok(deb, 'a .deb was built');
     const pkg = path.join(out, deb);
     const depends = execFileSync('dpkg-deb', ['-f', pkg, 'Depends'], { encoding: 'utf8' });
-    for (const lib of ['libzmq5', 'libjson-c5', 'libsodium23', 'libmicrohttpd12', 'python3-ipykernel'])
+    for (const lib of ['libzmq5', 'libjson-c5', 'libsodium23', 'libyaml-0-2', 'libmicrohttpd12', 'python3-ipykernel'])
       assert.match(depends, new RegExp(`\\b${lib}\\b`), `Depends: ${depends}`);
     const files = execFileSync('dpkg-deb', ['-c', pkg], { encoding: 'utf8' });
     for (const f of ['./usr/bin/rat-py', './usr/include/rat/rat.h', 'librat.so', 'rat.pc', 'rat-py.1'])

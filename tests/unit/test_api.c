@@ -1,0 +1,145 @@
+/* The public C API's option checks (include/rat/rat.h): a library caller
+ * gets exactly the validation the command line gets (config.c hands its
+ * options to the same rat_options_check), and rat_server_new keeps its own
+ * copy of every string, however many there are. Only the public header is
+ * used here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "rat/rat.h"
+
+static char s_err[512];
+
+/* Whether o is refused by both rat_options_check and rat_server_new, with
+ * the same message containing `want`. */
+static int s_refused(const rat_options_t *o, const char *want)
+{
+    char err2[512] = "";
+    s_err[0] = '\0';
+    int rc = rat_options_check(o, s_err, sizeof s_err);
+    rat_server_t *srv = rat_server_new(o, err2, sizeof err2);
+    int refused = rc < 0 && !srv && strcmp(s_err, err2) == 0 && strstr(s_err, want) != NULL;
+    if (!refused)
+        fprintf(stderr, "  check: %d, new: %s, err: \"%s\" / \"%s\", want \"%s\"\n", rc, srv ? "a server" : "NULL",
+                s_err, err2, want);
+    rat_server_destroy(&srv);
+    return refused;
+}
+
+static int s_accepted(const rat_options_t *o)
+{
+    s_err[0] = '\0';
+    int rc = rat_options_check(o, s_err, sizeof s_err);
+    rat_server_t *srv = rat_server_new(o, s_err, sizeof s_err);
+    int ok = rc == 0 && srv != NULL;
+    if (!ok)
+        fprintf(stderr, "  refused: %s\n", s_err);
+    rat_server_destroy(&srv);
+    return ok;
+}
+
+static void test_boot_timeout_range(void)
+{
+    rat_options_t o;
+    rat_options_init(&o);
+    CHECK(s_accepted(&o)); /* 0: the default */
+    o.boot_timeout_s = 3600;
+    CHECK(s_accepted(&o));
+    /* 2147484 s * 1000 overflowed an int of milliseconds. */
+    o.boot_timeout_s = 2147484;
+    CHECK(s_refused(&o, "--boot-timeout (boot_timeout_s) must be 1-3600 seconds (or 0 for the default, 60), "
+                        "not 2147484"));
+    o.boot_timeout_s = 3601;
+    CHECK(s_refused(&o, "boot_timeout_s"));
+    o.boot_timeout_s = -1;
+    CHECK(s_refused(&o, "boot_timeout_s"));
+}
+
+static void test_other_ranges(void)
+{
+    rat_options_t o;
+    rat_options_init(&o);
+    o.port = 65536;
+    CHECK(s_refused(&o, "--port (port) must be 0-65535 (or -1 for the default, 8000), not 65536"));
+    o.port = -2;
+    CHECK(s_refused(&o, "not -2"));
+    o.port = 0;
+    CHECK(s_accepted(&o));
+    rat_options_init(&o);
+    o.assets_max_mb = RAT_MAX_ASSETS_MB + 1; /* << 20 would overflow past 2^43 */
+    CHECK(s_refused(&o, "--assets-max-mb (assets_max_mb) must be 1-1048576 megabytes"));
+    o.assets_max_mb = -1;
+    CHECK(s_refused(&o, "assets_max_mb"));
+    rat_options_init(&o);
+    o.log_level = "loud";
+    CHECK(s_refused(&o, "--log-level (log_level) must be debug, info, warn, error or off, not 'loud'"));
+    rat_options_init(&o);
+    o.existing = "kernel-1.json";
+    o.venv = "/tmp";
+    CHECK(s_refused(&o, "it cannot be combined with --kernel, --python or --venv"));
+    rat_options_init(&o);
+    o.python = "/usr/bin/python3";
+    o.venv = "/tmp";
+    CHECK(s_refused(&o, "give either --python or --venv (python, venv), not both"));
+}
+
+static void test_origins(void)
+{
+    const char *origins[RAT_MAX_ALLOW_ORIGINS + 2];
+    char names[RAT_MAX_ALLOW_ORIGINS + 1][32];
+    for (int i = 0; i <= RAT_MAX_ALLOW_ORIGINS; i++) {
+        snprintf(names[i], sizeof names[i], "http://o%d.example", i);
+        origins[i] = names[i];
+    }
+    rat_options_t o;
+    rat_options_init(&o);
+    origins[RAT_MAX_ALLOW_ORIGINS] = NULL;
+    o.allow_origins = origins;
+    CHECK(s_accepted(&o));
+    /* One more was silently dropped before; now it is an error. */
+    origins[RAT_MAX_ALLOW_ORIGINS] = names[RAT_MAX_ALLOW_ORIGINS];
+    origins[RAT_MAX_ALLOW_ORIGINS + 1] = NULL;
+    CHECK(s_refused(&o, "--allow-origin (allow_origins) may be given at most 16 times"));
+    origins[0] = "";
+    origins[1] = NULL;
+    CHECK(s_refused(&o, "cannot be empty"));
+}
+
+/* Every string is copied and freed by the server (a leak checker running
+ * this test sees none), and nothing the caller passed is used afterwards. */
+static void test_strings_copied(void)
+{
+    char *strs[9];
+    for (int i = 0; i < 9; i++)
+        strs[i] = strdup("/tmp");
+    char *origin = strdup("http://a.example");
+    const char *origins[] = {origin, NULL};
+    rat_options_t o;
+    rat_options_init(&o);
+    o.cwd = strs[0];
+    o.kernel = strs[1];
+    o.assets_dir = strs[2];
+    o.log_level = strcpy(strs[3], "off");
+    o.host = strs[4];
+    o.token = strs[5];
+    o.allow_origins = origins;
+    rat_server_t *srv = rat_server_new(&o, s_err, sizeof s_err);
+    CHECK(srv != NULL);
+    for (int i = 0; i < 9; i++) {
+        memset(strs[i], 'x', strlen(strs[i]));
+        free(strs[i]);
+    }
+    free(origin);
+    rat_server_destroy(&srv);
+    CHECK(srv == NULL);
+}
+
+int main(void)
+{
+    RUN_CASE(test_boot_timeout_range);
+    RUN_CASE(test_other_ranges);
+    RUN_CASE(test_origins);
+    RUN_CASE(test_strings_copied);
+    return check_report("api");
+}

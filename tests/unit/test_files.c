@@ -1,0 +1,100 @@
+/* Files other users may race us for: the connection file (it holds the
+ * kernel's key) is written through a temporary file that must never be a
+ * predictable name opened without O_EXCL, so a symlink planted in a shared
+ * directory cannot redirect or expose it. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "connfile.h"
+#include "fileio.h"
+#include "mem.h"
+
+static char s_dir[] = "/tmp/rat-test-files-XXXXXX";
+
+static size_t s_count_entries(const char *dir)
+{
+    size_t n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_planted_symlinks_are_not_followed(void)
+{
+    char *victim = xasprintf("%s/victim", s_dir);
+    char *path = xasprintf("%s/kernel-1.json", s_dir);
+    int fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0 && write(fd, "mine\n", 5) == 5);
+    close(fd);
+    /* The names the old code used (path.tmp-PID) for a range of pids
+     * around ours, all pointing at the victim. */
+    for (long pid = (long)getpid() - 50; pid <= (long)getpid() + 50; pid++) {
+        char *trap = xasprintf("%s.tmp-%ld", path, pid);
+        CHECK(symlink(victim, trap) == 0);
+        free(trap);
+    }
+    size_t before = s_count_entries(s_dir);
+    connfile_t c;
+    char err[256];
+    CHECK(connfile_init_local(&c, "python3", err, sizeof err) == 0);
+    mode_t old = umask(0);
+    CHECK(connfile_write(path, &c, err, sizeof err) == 0);
+    umask(old);
+    size_t len = 0;
+    char *text = fileio_read(victim, 4096, &len);
+    CHECK_EQ_STR(text, "mine\n"); /* the victim is untouched */
+    free(text);
+    struct stat st;
+    CHECK(lstat(path, &st) == 0);
+    CHECK(S_ISREG(st.st_mode));               /* a file, not the planted link */
+    CHECK_EQ_INT(st.st_mode & 0777, 0600);    /* even with umask 0 */
+    CHECK_EQ_INT(st.st_uid, getuid());
+    connfile_t back;
+    CHECK(connfile_read(path, &back, err, sizeof err) == 0);
+    CHECK_EQ_STR(back.key, c.key);
+    CHECK_EQ_INT(s_count_entries(s_dir), before + 1); /* no temporary file left behind */
+    connfile_free(&back);
+    connfile_free(&c);
+    free(path);
+    free(victim);
+}
+
+static void test_write_failure_leaves_nothing(void)
+{
+    char *sub = xasprintf("%s/ro", s_dir);
+    CHECK(mkdir(sub, 0700) == 0);
+    char *path = xasprintf("%s/missing-dir/f.json", sub);
+    CHECK(fileio_write_atomic(path, "x", 1, 0600) < 0);
+    CHECK_EQ_INT(s_count_entries(sub), 0);
+    /* A rename that fails (the target is a directory) removes the temporary. */
+    char *target = xasprintf("%s/adir", sub);
+    CHECK(mkdir(target, 0700) == 0);
+    CHECK(fileio_write_atomic(target, "x", 1, 0600) < 0);
+    CHECK_EQ_INT(s_count_entries(sub), 1);
+    rmdir(target);
+    rmdir(sub);
+    free(target);
+    free(path);
+    free(sub);
+}
+
+int main(void)
+{
+    if (!mkdtemp(s_dir))
+        return 2;
+    RUN_CASE(test_planted_symlinks_are_not_followed);
+    RUN_CASE(test_write_failure_leaves_nothing);
+    char *cmd = xasprintf("rm -rf '%s'", s_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", s_dir);
+    free(cmd);
+    return check_report("files");
+}
