@@ -9,6 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -75,10 +76,20 @@ test('the spec\'s three lines serve run/look/ctl over stdio; EOF ends it with th
 });
 
 for (const [sig, withThread] of [['SIGINT', false], ['SIGTERM', false], ['SIGINT', true], ['SIGTERM', true]]) {
-  // With another Python thread (signals unblocked there) the signal goes to
-  // that thread: it must still reach the run (Python's wakeup descriptor).
+  // A signal sent to the process is read by the run (signalfd) or, when
+  // another thread does not block it, may be caught by that thread instead;
+  // the second form makes that certain (the thread signals itself when the
+  // test creates the file "poke"): it must still reach the run, through
+  // Python's wakeup descriptor.
   test(`${sig}${withThread ? ' (caught by another thread)' : ''}: run() returns, clean exit, no kernel left`, { skip: SKIP }, async () => {
-    const code = (withThread ? 'import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n' : '')
+    const poke = `import os, signal, threading, time
+def poke():
+    while not os.path.exists("poke"):
+        time.sleep(0.02)
+    signal.pthread_kill(threading.get_ident(), signal.${sig})
+threading.Thread(target=poke, daemon=True).start()
+`;
+    const code = (withThread ? poke : '')
       + 'from rat_py import create_mcp_server\nmcp = create_mcp_server()\nmcp.run()\nprint("run returned", file=__import__("sys").stderr)\n';
     const h = await connectPython(code);
     try {
@@ -86,7 +97,8 @@ for (const [sig, withThread] of [['SIGINT', false], ['SIGTERM', false], ['SIGINT
       const pid = await kernelPid(h);
       const proc = h.transport._process;
       const exited = new Promise((res) => proc.on('exit', (c, s) => res({ code: c, signal: s })));
-      proc.kill(sig);
+      if (withThread) writeFileSync(path.join(h.dir, 'poke'), '');
+      else proc.kill(sig);
       const ex = await Promise.race([exited, new Promise((res) => setTimeout(() => res('hang'), 15000))]);
       assert.notEqual(ex, 'hang', `python did not exit on ${sig}; stderr: ${h.stderr()}`);
       assert.deepEqual(ex, { code: 0, signal: null }, h.stderr());
