@@ -53,11 +53,15 @@ static void s_on_signal(void *ud, int signo)
     loop_stop(app->loop);
 }
 
-/* A library caller's rat_server_stop (the descriptor is drained by rat_api.c
- * after the run, so a stop is never lost). */
+/* A library caller's rat_server_stop. The descriptor is not read here (rat_api.c
+ * drains it after the run, so no stop is lost): unwatch it, or it would keep
+ * the loop spinning through the shutdown. ud: the watch id, zeroed. */
 static void s_on_stop(loop_t *loop, void *ud, int revents)
 {
+    int *watch = ud;
     log_info("stop requested: shutting down");
+    loop_unwatch(loop, *watch);
+    *watch = 0;
     loop_stop(loop);
 }
 
@@ -265,7 +269,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     app.loop = loop;
     sigs_attach(sigs, loop, s_on_signal, &app);
     if (ctl->stop_fd >= 0)
-        stop_watch = loop_watch_fd(loop, ctl->stop_fd, ZMQ_POLLIN, s_on_stop, NULL);
+        stop_watch = loop_watch_fd(loop, ctl->stop_fd, ZMQ_POLLIN, s_on_stop, &stop_watch);
 
     /* The kernel boots while the client handshakes: start it first. */
     char err[2048];
