@@ -36,7 +36,9 @@ def main():
         return 127
     sys.stdout.flush()
     try:
-        os.execv(exe, ["rat-py", *sys.argv[1:]])
+        # argv[0] is the path itself: `rat-py install` registers the program
+        # it was started as (a bare name would be looked up on PATH again).
+        os.execv(exe, [exe, *sys.argv[1:]])
     except OSError as e:
         sys.stderr.write(f"python3 -m rat_py: cannot run {exe}: {e.strerror}\n")
         return 127
