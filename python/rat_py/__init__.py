@@ -41,7 +41,7 @@ OPTIONS = {
     "assets_dir": "path",     # --assets-dir DIR
     "assets_max_mb": "int",   # --assets-max-mb N
     "boot_timeout": "int",    # --boot-timeout SEC (C: boot_timeout_s)
-    "log_level": "str",       # --log-level LEVEL
+    "log_level": "str",       # --log-level LEVEL (default: $RAT_LOG, as on the command line)
     "host": "str",            # --host ADDR
     "port": "int",            # --port N (0: any free port)
     "token": "str",           # --token SECRET (default: $RAT_PY_TOKEN, as on the command line)
@@ -236,8 +236,11 @@ class Server:
 
     def __init__(self, **options):
         _check_names(options)
+        # The command line's environment defaults, read the same way.
         if options.get("token") is None and os.environ.get("RAT_PY_TOKEN"):
             options["token"] = os.environ["RAT_PY_TOKEN"]
+        if options.get("log_level") is None and os.environ.get("RAT_LOG") in ("debug", "info", "warn", "error", "off"):
+            options["log_level"] = os.environ["RAT_LOG"]
         _Built(options)  # checks now
         self._options = options
         self._lock = threading.RLock()
