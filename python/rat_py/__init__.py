@@ -297,8 +297,9 @@ class Server:
             if self._stop_early:
                 self._stop_early = False
                 lib.rat_server_stop(c)
-        restore = self._catch_signals(lib.rat_server_stop_fd(c))
+        restore = None
         try:
+            restore = self._catch_signals(lib.rat_server_stop_fd(c))
             for f in (sys.stdout, sys.stderr):
                 try:
                     f.flush()
@@ -308,7 +309,8 @@ class Server:
             message = (lib.rat_server_error(c) or b"").decode(errors="replace")
             _pending_signal_handlers()
         finally:
-            restore()
+            if restore:
+                restore()
             with self._lock:
                 self._c = None
                 handle = ctypes.c_void_p(c)
