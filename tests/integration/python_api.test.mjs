@@ -20,7 +20,8 @@ const BUILD = process.env.RAT_BUILD_DIR;
 const SRC = path.resolve(new URL('.', import.meta.url).pathname, '../..');
 const SKIP = process.env.RAT_PY_SANITIZED ? 'sanitizer build' : WRAPPED ? 'RAT_PY_WRAPPER wraps rat-py only'
   : !BUILD ? 'RAT_BUILD_DIR not set' : false;
-const ENV = { ...process.env, PYTHONPATH: path.join(SRC, 'python'), LD_LIBRARY_PATH: BUILD ?? '', RAT_PY: RAT };
+// No bytecode written into the source tree.
+const ENV = { ...process.env, PYTHONPATH: path.join(SRC, 'python'), LD_LIBRARY_PATH: BUILD ?? '', RAT_PY: RAT, PYTHONDONTWRITEBYTECODE: '1' };
 
 const SPEC = 'from rat_py import create_mcp_server\n\nmcp = create_mcp_server()\nmcp.run()  # STDIO\n';
 
