@@ -241,6 +241,9 @@ class Server:
             options["token"] = os.environ["RAT_PY_TOKEN"]
         if options.get("log_level") is None and os.environ.get("RAT_LOG") in ("debug", "info", "warn", "error", "off"):
             options["log_level"] = os.environ["RAT_LOG"]
+        origins = options.get("allow_origins")
+        if origins is not None and not isinstance(origins, (str, bytes)) and hasattr(origins, "__iter__"):
+            options["allow_origins"] = list(origins)  # read once: each run() builds the options again
         _Built(options)  # checks now
         self._options = options
         self._lock = threading.RLock()
