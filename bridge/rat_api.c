@@ -1,9 +1,13 @@
 /* rat_api: the public C API (include/rat/rat.h) over the server. */
 #include "rat/rat.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mem.h"
@@ -16,6 +20,12 @@ struct rat_server {
     rat_options_t opts;
     char *cwd, *kernel, *python, *venv, *existing, *assets_dir, *log_level, *host, *token; /* owned */
     char **origins;        /* owned (strv), NULL-terminated; NULL when none */
+    /* rat_server_stop: a byte in this non-blocking pipe. The run watches the
+     * read end; the pipe is drained only when a run returns, so a stop that
+     * races a run's start is not lost. Writing is async-signal-safe. */
+    int stop_r, stop_w;    /* owned */
+    atomic_bool running;   /* a run is in progress: refuse a second one */
+    char why[2560];        /* why the last run failed; "" otherwise */
 };
 
 const char *rat_version(void)
@@ -87,7 +97,15 @@ rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
 {
     if (rat_options_check(o, err, errlen) < 0)
         return NULL;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+        snprintf(err, errlen, "cannot make the stop pipe: %s", strerror(errno));
+        return NULL;
+    }
     rat_server_t *s = xcalloc(1, sizeof *s);
+    s->stop_r = p[0];
+    s->stop_w = p[1];
+    atomic_init(&s->running, false);
     rat_options_t *c = &s->opts;
     *c = *o;
     c->cwd = s_keep(&s->cwd, o->cwd);
@@ -108,14 +126,58 @@ rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
     return s;
 }
 
+static int s_run(rat_server_t *s, bool http)
+{
+    if (atomic_exchange(&s->running, true)) {
+        /* s->why belongs to the run in progress: say it on stderr only. */
+        fprintf(stderr, "rat-py: this server is already running (one run at a time)\n");
+        return 1;
+    }
+    s->why[0] = '\0';
+    server_ctl_t ctl = {.stop_fd = s->stop_r, .why = s->why, .whylen = sizeof s->why};
+    int status = server_run(&s->opts, http, &ctl);
+    if (status != 0 && !s->why[0])
+        snprintf(s->why, sizeof s->why, "the server ended with exit status %d (see the log above)", status);
+    /* The stops meant for this run are spent; one that comes from now on is
+     * for the next run. */
+    char drain[64];
+    while (read(s->stop_r, drain, sizeof drain) > 0)
+        ;
+    atomic_store(&s->running, false);
+    return status;
+}
+
 int rat_server_run_stdio(rat_server_t *s)
 {
-    return server_run(&s->opts, false);
+    return s_run(s, false);
 }
 
 int rat_server_run_http(rat_server_t *s)
 {
-    return server_run(&s->opts, true);
+    return s_run(s, true);
+}
+
+int rat_server_stop(rat_server_t *s)
+{
+    if (!s)
+        return -1;
+    /* Only write(2): async-signal-safe and thread-safe. It cannot fail but
+     * with EAGAIN, when the pipe is full of stops already: nothing is lost. */
+    int saved = errno;
+    ssize_t n = write(s->stop_w, "s", 1);
+    (void)n;
+    errno = saved;
+    return 0;
+}
+
+int rat_server_stop_fd(const rat_server_t *s)
+{
+    return s ? s->stop_w : -1;
+}
+
+const char *rat_server_error(const rat_server_t *s)
+{
+    return s ? s->why : "";
 }
 
 void rat_server_destroy(rat_server_t **s_p)
@@ -128,6 +190,8 @@ void rat_server_destroy(rat_server_t **s_p)
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         free(owned[i]);
     strv_free(s->origins);
+    close(s->stop_r);
+    close(s->stop_w);
     free(s);
     *s_p = NULL;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -52,6 +53,33 @@ static void s_on_signal(void *ud, int signo)
     loop_stop(app->loop);
 }
 
+/* A library caller's rat_server_stop. The descriptor is not read here (rat_api.c
+ * drains it after the run, so no stop is lost): unwatch it, or it would keep
+ * the loop spinning through the shutdown. ud: the watch id, zeroed. */
+static void s_on_stop(loop_t *loop, void *ud, int revents)
+{
+    int *watch = ud;
+    log_info("stop requested: shutting down");
+    loop_unwatch(loop, *watch);
+    *watch = 0;
+    loop_stop(loop);
+}
+
+/* A run that cannot go on says why on stderr, as the command line always
+ * did, and in ctl->why for library callers. */
+static void s_fail(const server_ctl_t *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void s_fail(const server_ctl_t *ctl, const char *fmt, ...)
+{
+    char msg[2560];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rat-py: %s\n", msg);
+    if (ctl->why && ctl->whylen)
+        snprintf(ctl->why, ctl->whylen, "%s", msg);
+}
+
 static void s_on_eof(void *ud)
 {
     s_app_t *app = ud;
@@ -63,7 +91,7 @@ static void s_on_eof(void *ud)
  * name) when it is not writable; then *is_temp is set and the caller
  * removes it at exit. NULL when neither can be had: a shared directory such
  * as /tmp itself is never used for the connection and log files. */
-static char *s_runtime_dir(bool *is_temp)
+static char *s_runtime_dir(bool *is_temp, const server_ctl_t *ctl)
 {
     *is_temp = false;
     char *rt = jpaths_runtime_dir();
@@ -76,9 +104,9 @@ static char *s_runtime_dir(bool *is_temp)
     if (d)
         log_warn("the Jupyter runtime dir %s is not writable (%s); using %s instead", rt, strerror(e), d);
     else
-        fprintf(stderr, "rat-py: the Jupyter runtime dir %s is not writable (%s), and no private directory "
-                        "could be made in its place (%s); set JUPYTER_RUNTIME_DIR to a writable directory\n",
-                rt, strerror(e), strerror(errno));
+        s_fail(ctl, "the Jupyter runtime dir %s is not writable (%s), and no private directory could be made in "
+                    "its place (%s); set JUPYTER_RUNTIME_DIR to a writable directory",
+               rt, strerror(e), strerror(errno));
     free(rt);
     *is_temp = d != NULL;
     if (!d)
@@ -89,13 +117,13 @@ static char *s_runtime_dir(bool *is_temp)
 /* Works out how to start the kernel. Fills ro (pointing into the owned
  * strings returned through the out parameters). Returns 0, or an exit status. */
 static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it,
-                           char ***argv_out, char **existing_out)
+                           char ***argv_out, char **existing_out, const server_ctl_t *ctl)
 {
     char err[2048];
     if (cfg->existing) {
         *existing_out = connfile_find(cfg->existing, err, sizeof err);
         if (!*existing_out) {
-            fprintf(stderr, "rat-py: --existing: %s\n", err);
+            s_fail(ctl, "--existing: %s", err);
             return 2;
         }
         ro->existing = *existing_out;
@@ -106,7 +134,7 @@ static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_op
         return 0;
     }
     if (interp_resolve(cwd, cfg->python, cfg->venv, it, err, sizeof err) < 0) {
-        fprintf(stderr, "rat-py: %s\n", err);
+        s_fail(ctl, "%s", err);
         return 2;
     }
     ro->env_note = it->note;
@@ -120,8 +148,8 @@ static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_op
         }
         python = interp_find_python_with_ipykernel();
         if (!python) {
-            fprintf(stderr, "rat-py: there is no python3 kernelspec and no Python with ipykernel on this machine; "
-                            "install one (Debian: apt install python3-ipykernel; pip: pip install ipykernel)\n");
+            s_fail(ctl, "there is no python3 kernelspec and no Python with ipykernel on this machine; install one "
+                        "(Debian: apt install python3-ipykernel; pip: pip install ipykernel)");
             return 1;
         }
     }
@@ -181,16 +209,16 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
     out->sandbox = strcmp(mime, "text/html") == 0 || strcmp(mime, "image/svg+xml") == 0;
 }
 
-int server_run(const rat_options_t *cfg, bool http)
+int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
 {
     /* Signals first: every thread created later (libzmq's) inherits the mask. */
     sigs_t *sigs = sigs_new();
     if (!sigs) {
-        fprintf(stderr, "rat-py: cannot set up signal handling: %s\n", strerror(errno));
+        s_fail(ctl, "cannot set up signal handling: %s", strerror(errno));
         return 1;
     }
     if (sodium_init() < 0) {
-        fprintf(stderr, "rat-py: libsodium failed to initialize\n");
+        s_fail(ctl, "libsodium failed to initialize");
         sigs_destroy(&sigs);
         return 1;
     }
@@ -206,15 +234,16 @@ int server_run(const rat_options_t *cfg, bool http)
     transport_stdio_t *tr = NULL;
     assets_t *store = NULL;
     s_app_t app = {0};
+    int stop_watch = 0;
     if (!cwd || !fileio_is_dir(cwd)) {
-        fprintf(stderr, "rat-py: --cwd %s: not a directory\n", cfg->cwd ? cfg->cwd : ".");
+        s_fail(ctl, "--cwd %s: not a directory", cfg->cwd ? cfg->cwd : ".");
         status = 2;
         goto out;
     }
     assets = cfg->assets_dir ? (cfg->assets_dir[0] == '/' ? xstrdup(cfg->assets_dir)
                                                            : xasprintf("%s/%s", cwd, cfg->assets_dir))
                              : xasprintf("%s/.rat-assets", cwd);
-    rtdir = s_runtime_dir(&rtdir_temp);
+    rtdir = s_runtime_dir(&rtdir_temp, ctl);
     if (!rtdir) {
         status = 1;
         goto out;
@@ -229,7 +258,7 @@ int server_run(const rat_options_t *cfg, bool http)
         .allow_restart = cfg->allow_restart,
         .spare = cfg->spare,
     };
-    status = s_choose_kernel(cfg, cwd, &ro, &it, &argv, &existing);
+    status = s_choose_kernel(cfg, cwd, &ro, &it, &argv, &existing, ctl);
     if (status)
         goto out;
 
@@ -239,12 +268,14 @@ int server_run(const rat_options_t *cfg, bool http)
     loop = loop_new();
     app.loop = loop;
     sigs_attach(sigs, loop, s_on_signal, &app);
+    if (ctl->stop_fd >= 0)
+        stop_watch = loop_watch_fd(loop, ctl->stop_fd, ZMQ_POLLIN, s_on_stop, &stop_watch);
 
     /* The kernel boots while the client handshakes: start it first. */
     char err[2048];
     app.rt = runtime_new(loop, zctx, &ro, err, sizeof err);
     if (!app.rt) {
-        fprintf(stderr, "rat-py: %s\n", err);
+        s_fail(ctl, "%s", err);
         status = 1;
         goto out;
     }
@@ -272,7 +303,7 @@ int server_run(const rat_options_t *cfg, bool http)
         };
         app.http = transport_http_new(loop, mcp, &ho, err, sizeof err);
         if (!app.http) {
-            fprintf(stderr, "rat-py: %s\n", err);
+            s_fail(ctl, "%s", err);
             status = 2;
             goto out;
         }
@@ -300,6 +331,8 @@ out:
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
     mcp_server_destroy(&mcp);
     sigs_destroy(&sigs); /* unwatches: before the loop goes */
+    if (loop)
+        loop_unwatch(loop, stop_watch);
     loop_destroy(&loop);
     if (zctx)
         zmq_ctx_term(zctx);

@@ -10,13 +10,17 @@
  *   int status = rat_server_run_stdio(srv);     // or rat_server_run_http(srv)
  *   rat_server_destroy(&srv);
  *
- * A run blocks until its transport ends (stdin EOF for stdio) or until
- * SIGTERM, SIGINT or SIGHUP; the kernel it started is gone when it returns.
- * While it runs, rat-py blocks SIGCHLD, SIGTERM, SIGINT and SIGHUP in the
- * calling thread and reads them itself (the mask is restored afterwards):
- * call it from the main thread, before starting other threads. In stdio
- * mode standard output carries MCP messages and nothing else may write to
- * it. Link with `pkg-config --libs rat`. */
+ * A run blocks until its transport ends (stdin EOF for stdio), until
+ * SIGTERM, SIGINT or SIGHUP, or until rat_server_stop; the kernel it started
+ * is gone when it returns. While it runs, rat-py blocks SIGCHLD, SIGTERM,
+ * SIGINT and SIGHUP in the calling thread and reads them itself (the mask is
+ * restored afterwards): call it from the main thread, before starting other
+ * threads, or a signal may go to a thread that does not block it. A host
+ * that already has threads stops the run with rat_server_stop instead (from
+ * any thread or signal handler; see rat_server_stop_fd for hosts whose
+ * signal handling writes to a descriptor, such as Python's). In stdio mode
+ * standard output carries MCP messages and nothing else may write to it.
+ * Link with `pkg-config --libs rat`. */
 #ifndef RAT_RAT_H
 #define RAT_RAT_H
 
@@ -75,12 +79,32 @@ RAT_API int rat_options_check(const rat_options_t *opts, char *err, size_t errle
 /* Checks (rat_options_check) and copies the options. Nothing starts yet.
  * Returns NULL with a one-line reason in err when the options cannot work. */
 RAT_API rat_server_t *rat_server_new(const rat_options_t *opts, char *err, size_t errlen);
-/* Starts the kernel and serves MCP on stdin/stdout until EOF or a
- * termination signal. Returns an exit status (0 on a clean end). */
+/* Starts the kernel and serves MCP on stdin/stdout until EOF, a
+ * termination signal or rat_server_stop. Returns an exit status (0 on a
+ * clean end, signals and stops included; otherwise rat_server_error says
+ * why). One run at a time per server: a second concurrent call returns 1. */
 RAT_API int rat_server_run_stdio(rat_server_t *srv);
 /* The same over Streamable HTTP at http://HOST:PORT/mcp (the URL is printed
- * on stderr), until a termination signal. */
+ * on stderr), until a termination signal or rat_server_stop. */
 RAT_API int rat_server_run_http(rat_server_t *srv);
+/* Asks the run of srv to end as SIGTERM would: the kernel is stopped and
+ * the run returns 0. Safe from any thread and from a signal handler (it
+ * only write(2)s one byte to a pipe; errno is preserved). A stop that comes
+ * while no run is in progress makes the next run end as soon as it has
+ * started, so a stop that races a run's start is never lost; a run spends
+ * every stop that came before it returns. srv must stay alive (do not race
+ * rat_server_destroy). Returns 0, or -1 when srv is NULL. */
+RAT_API int rat_server_stop(rat_server_t *srv);
+/* The descriptor rat_server_stop writes to (non-blocking, close-on-exec,
+ * owned by srv: do not close it): writing any byte to it is a stop. For a
+ * host whose signal handling writes to a descriptor, e.g. Python's
+ * signal.set_wakeup_fd, so a signal caught by another thread still stops
+ * the run. -1 when srv is NULL. */
+RAT_API int rat_server_stop_fd(const rat_server_t *srv);
+/* Why the last run of srv failed (a non-zero status): one line, what rat-py
+ * also prints on stderr after "rat-py: "; "" when it did not fail (or
+ * before any run). Valid until the next run or rat_server_destroy. */
+RAT_API const char *rat_server_error(const rat_server_t *srv);
 /* Frees the server; *srv_p becomes NULL. NULL-safe. */
 RAT_API void rat_server_destroy(rat_server_t **srv_p);
 

@@ -3,8 +3,11 @@
  * options to the same rat_options_check), and rat_server_new keeps its own
  * copy of every string, however many there are. Only the public header is
  * used here. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "rat/rat.h"
@@ -135,11 +138,113 @@ static void test_strings_copied(void)
     CHECK(srv == NULL);
 }
 
+/* A run that cannot start reports why through rat_server_error (what the
+ * command line prints after "rat-py: "). */
+static void test_run_error(void)
+{
+    rat_options_t o;
+    rat_options_init(&o);
+    o.cwd = "/nonexistent/rat-py-test";
+    rat_server_t *srv = rat_server_new(&o, s_err, sizeof s_err);
+    CHECK(srv != NULL);
+    CHECK_EQ_STR(rat_server_error(srv), "");
+    CHECK_EQ_INT(rat_server_run_stdio(srv), 2);
+    CHECK_EQ_STR(rat_server_error(srv), "--cwd /nonexistent/rat-py-test: not a directory");
+    rat_server_destroy(&srv);
+    CHECK(rat_server_stop(NULL) == -1 && rat_server_stop_fd(NULL) == -1);
+    CHECK_EQ_STR(rat_server_error(NULL), "");
+}
+
+/* An HTTP run (it never ends by itself) on any free port, in a scratch
+ * directory, with the real python3 kernel. */
+static rat_server_t *s_http_server(char *dir)
+{
+    rat_options_t o;
+    rat_options_init(&o);
+    o.cwd = dir;
+    o.port = 0;
+    o.log_level = "off";
+    return rat_server_new(&o, s_err, sizeof s_err);
+}
+
+static void *s_stopper(void *arg)
+{
+    usleep(300 * 1000); /* let the run get going; nothing depends on it */
+    rat_server_stop(arg);
+    return NULL;
+}
+
+static rat_server_t *s_signalled;
+static void s_on_usr1(int signo)
+{
+    rat_server_stop(s_signalled); /* async-signal-safe */
+}
+
+static void *s_raiser(void *arg)
+{
+    usleep(300 * 1000);
+    pthread_kill(*(pthread_t *)arg, SIGUSR1);
+    return NULL;
+}
+
+static void *s_byte_writer(void *arg)
+{
+    usleep(300 * 1000);
+    ssize_t n = write(rat_server_stop_fd(arg), "\x0f", 1); /* as Python's wakeup fd does */
+    (void)n;
+    return NULL;
+}
+
+/* rat_server_stop ends an HTTP run (which nothing else would end) cleanly:
+ * from another thread, before the run starts, from a signal handler, and
+ * as a byte written to rat_server_stop_fd. */
+static void test_stop(void)
+{
+    char dir[] = "/tmp/rat-api-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    rat_server_t *srv = s_http_server(dir);
+    CHECK(srv != NULL);
+
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, s_stopper, srv) == 0);
+    CHECK_EQ_INT(rat_server_run_http(srv), 0);
+    pthread_join(t, NULL);
+    CHECK_EQ_STR(rat_server_error(srv), "");
+
+    /* Before the run: kept, and the run ends as soon as it starts. */
+    rat_server_stop(srv);
+    rat_server_stop(srv);
+    CHECK_EQ_INT(rat_server_run_http(srv), 0);
+
+    /* From a signal handler in the running thread. */
+    s_signalled = srv;
+    struct sigaction sa = {.sa_handler = s_on_usr1}, old;
+    sigaction(SIGUSR1, &sa, &old);
+    pthread_t self = pthread_self();
+    CHECK(pthread_create(&t, NULL, s_raiser, &self) == 0);
+    CHECK_EQ_INT(rat_server_run_http(srv), 0);
+    pthread_join(t, NULL);
+    sigaction(SIGUSR1, &old, NULL);
+
+    /* A byte in the descriptor. */
+    CHECK(rat_server_stop_fd(srv) >= 0);
+    CHECK(pthread_create(&t, NULL, s_byte_writer, srv) == 0);
+    CHECK_EQ_INT(rat_server_run_http(srv), 0);
+    pthread_join(t, NULL);
+
+    rat_server_destroy(&srv);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     RUN_CASE(test_boot_timeout_range);
     RUN_CASE(test_other_ranges);
     RUN_CASE(test_origins);
     RUN_CASE(test_strings_copied);
+    RUN_CASE(test_run_error);
+    RUN_CASE(test_stop);
     return check_report("api");
 }
