@@ -21,6 +21,7 @@ import reprlib as _reprlib
 import signal as _signal
 import sys as _sys
 import threading as _threading
+import time as _time
 import types as _types
 
 OVERVIEW_ROWS = 25     # rows in the variables overview
@@ -51,27 +52,62 @@ class _Timeout(Exception):
     pass
 
 
-def _on_alarm(signum, frame):
-    raise _Timeout()
-
-
 class _limit(object):
-    """Interrupts the body after `seconds` (main thread only: signals)."""
+    """Interrupts the body after `seconds` (main thread only: signals).
+
+    The process has one real-time interval timer, which signal.alarm and
+    setitimer(ITIMER_REAL) share: the user's own may be armed. It is taken
+    over for the body and given back after it, less the time elapsed, with
+    the user's SIGALRM handler and interval; if it came due during the body
+    (its signal reaches our handler, which then keeps our own limit), it
+    fires right after, through the user's handler. Only what this object
+    armed is ever cancelled."""
 
     def __init__(self, seconds):
         self.seconds = seconds
 
     def __enter__(self):
-        self.armed = _threading.current_thread() is _threading.main_thread()
+        # A handler installed from C (getsignal() is None) could not be put
+        # back: then no limit rather than a lost handler.
+        self.armed = (_threading.current_thread() is _threading.main_thread()
+                      and _signal.getsignal(_signal.SIGALRM) is not None)
         if self.armed:
-            self.old = _signal.signal(_signal.SIGALRM, _on_alarm)
-            _signal.setitimer(_signal.ITIMER_REAL, self.seconds)
+            self.deadline = _time.monotonic() + self.seconds
+            self.user = None      # the user's timer (delay, interval) once taken over
+            self.pending = False  # the user's timer came due during the body
+            self.done = False
+            self.old = _signal.signal(_signal.SIGALRM, self._on_alarm)
+            user = _signal.setitimer(_signal.ITIMER_REAL, self.seconds)
+            self.user_due = self.deadline - self.seconds + user[0] if user[0] > 0 else None
+            self.user = user
+            if self.user_due is not None and user[0] < self.seconds:
+                _signal.setitimer(_signal.ITIMER_REAL, user[0])  # wake at the user's time too
         return self
+
+    def _on_alarm(self, signum, frame):
+        if self.done:
+            return
+        now = _time.monotonic()
+        if self.user is not None and now >= self.deadline:
+            raise _Timeout()
+        # The user's timer (or one armed before ours took over): theirs to
+        # handle once the body is done; ours still runs to the deadline.
+        self.pending = True
+        if self.user is not None:
+            _signal.setitimer(_signal.ITIMER_REAL, max(self.deadline - now, 1e-6))
 
     def __exit__(self, *exc):
         if self.armed:
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-            _signal.signal(_signal.SIGALRM, self.old)
+            self.done = True  # from here on our handler ignores the signal
+            try:
+                _signal.setitimer(_signal.ITIMER_REAL, 0)
+            finally:
+                _signal.signal(_signal.SIGALRM, self.old)
+                user = self.user or (0.0, 0.0)
+                if self.pending or user[0] > 0:
+                    left = self.user_due - _time.monotonic() if self.user_due is not None else 0.0
+                    _signal.setitimer(_signal.ITIMER_REAL, left if left > 0 and not self.pending else 1e-6,
+                                      user[1])
         return False
 
 
