@@ -443,17 +443,22 @@ class _Tracker(object):
         hidden = ip.user_ns_hidden
         mod = _types.ModuleType
         get = ns.__getitem__
-        # C-level passes over the user's names (no Python frame per name).
-        n_hidden = sum(map(hidden.__contains__, self.sorted))
-        shown = _itertools.filterfalse(hidden.__contains__, self.sorted)
-        n_mod = sum(map(isinstance, map(get, shown), _itertools.repeat(mod)))
+        # Hidden names: a set intersection that walks the (few) hidden ones.
+        # Modules: one C-level pass over the user's names (no Python frame
+        # per name), less the hidden names' own modules.
+        if type(hidden) is dict:
+            hid = hidden.keys() & self.names
+        else:
+            hid = set(_itertools.compress(self.sorted, map(hidden.__contains__, self.sorted)))
+        n_mod = sum(map(isinstance, map(get, self.sorted), _itertools.repeat(mod)))
+        n_mod -= sum(1 for k in hid if isinstance(get(k), mod))
         todo = []
         for k in self.sorted:
             if k not in hidden and not isinstance(get(k), mod):
                 todo.append(k)
                 if len(todo) == OVERVIEW_ROWS:
                     break
-        return len(self.sorted) - n_hidden - n_mod, todo
+        return len(self.sorted) - len(hid) - n_mod, todo
 
 
 _tracker = _Tracker()
