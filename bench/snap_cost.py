@@ -13,8 +13,10 @@ Usage: snap_cost.py [--helper PATH] [--vars N] CHECKPOINT...
 """
 import argparse
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 
 from jupyter_client.manager import start_new_kernel
 
@@ -63,7 +65,9 @@ def main():
     ap.add_argument("checkpoints", nargs="+", type=int)
     a = ap.parse_args()
     src = open(a.helper).read()
-    km, kc = start_new_kernel(kernel_name="python3")
+    # A profile of its own: no history database shared (and locked) with other kernels.
+    ipdir = tempfile.mkdtemp(prefix="snap-cost-ipython-")
+    km, kc = start_new_kernel(kernel_name="python3", env=dict(os.environ, IPYTHONDIR=ipdir))
     try:
         # As lang_python.c installs it: a module in sys.modules, nothing in the user's namespace.
         execute(kc, "(lambda s, t, src: (s.modules.__setitem__('_rat', t.ModuleType('_rat')), "
@@ -89,6 +93,7 @@ def main():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+        shutil.rmtree(ipdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
