@@ -78,7 +78,9 @@ class _limit(object):
             self.done = False
             self.old = _signal.signal(_signal.SIGALRM, self._on_alarm)
             user = _signal.setitimer(_signal.ITIMER_REAL, self.seconds)
-            self.user_due = self.deadline - self.seconds + user[0] if user[0] > 0 else None
+            # Read the clock after the timer: the user's is given back late by
+            # microseconds, never early.
+            self.user_due = _time.monotonic() + user[0] if user[0] > 0 else None
             self.user = user
             if self.user_due is not None and user[0] < self.seconds:
                 _signal.setitimer(_signal.ITIMER_REAL, user[0])  # wake at the user's time too
