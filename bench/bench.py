@@ -26,6 +26,7 @@ FLOOR = os.path.join(B, "floor")
 MCPC = os.path.join(B, "mcpc")
 PY = "/usr/bin/python3"
 QUICK = "--quick" in sys.argv
+ONLY = next((a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--only=")), None)
 WORK = tempfile.mkdtemp(prefix="rat-bench-")
 os.environ["PYTHONHASHSEED"] = "0"
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # quiets KernelManager's kernels
@@ -87,53 +88,124 @@ def row(what, ratpy, floor, jc, target, ok):
     rows.append((what, ratpy, floor, jc, target, "✓" if ok else ("✗" if ok is False else "")))
 
 
-def paired(rounds, args, parse):
+def kernel_cpu_ns(pid):
+    """CPU time the kernel process has used so far (all its threads), in ns."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
+def stream_rt(cmd, pid):
+    """Runs an `rt N` contender line-buffered and samples the kernel's CPU
+    time when its first and its last timed round trip are reported: (round
+    trips in µs, kernel CPU per round trip in µs, steady state only: the
+    contender's connect and warm-up runs are outside the window)."""
+    p = subprocess.Popen(["stdbuf", "-oL"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    times, cpu = [], []
+    for line in p.stdout:
+        times.append(float(line))
+        if len(times) == 1:
+            cpu.append(kernel_cpu_ns(pid))
+    cpu.append(kernel_cpu_ns(pid))
+    err = p.stderr.read()
+    if p.wait() != 0 or len(times) < 2:
+        raise SystemExit("bench: %s failed (%d): %s" % (" ".join(cmd), p.returncode, err[-2000:]))
+    return times, (cpu[1] - cpu[0]) / 1000 / (len(times) - 1)
+
+
+def paired(rounds, args, parse=None, prep=None):
     """Runs the floor, jupyter_client and rat-py (attached with --existing)
     against one kernel per round (jupyter_client's KernelManager, the python3
     kernelspec), the order rotated, and returns {contender: [parse(output)
-    per round]}. Two fresh kernels differ by 5-20 % (memory layout, which
-    core they land on), far more than the 0.1-0.3 ms a bridge adds; on one
-    kernel the contenders differ by what they add. A kernel also slows a
-    little with every client that has come and gone, hence the rotation:
-    each contender goes first, second and third equally often. (rat-py's
-    helper stays in a kernel it attached to, so whoever follows it pays the
-    helper's ~20 µs post-run snapshot: that leans against the others.)"""
+    per round]} or, for `rt N`, {contender: [(round trips, kernel CPU µs per
+    round trip) per round]}. Two fresh kernels differ by 5-20 % (memory
+    layout, which core they land on), far more than the 0.1-0.3 ms a bridge
+    adds; on one kernel the contenders differ by what they add. A kernel
+    also slows a little with every client that has come and gone, hence the
+    rotation: each contender goes first, second and third equally often.
+    rat-py leaves its helper's post-run hook in a kernel it attached to;
+    it is removed after rat-py's turn (jc_bench.py unhook), so the others
+    never pay rat-py's snapshot. prep(connection_file) readies each kernel
+    first (a long session, many variables)."""
     from jupyter_client.manager import KernelManager
     got = {"f": [], "j": [], "r": []}
+    jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
     for k in range(rounds):
         km = KernelManager(kernel_name="python3")
         km.start_kernel()
         try:
             cf = km.connection_file
+            if prep:
+                prep(cf)
             cmds = {"f": [FLOOR] + args + [cf],
-                    "j": [PY, os.path.join(ROOT, "bench", "jc_bench.py")] + args + [cf],
+                    "j": [PY, "-u", os.path.join(ROOT, "bench", "jc_bench.py")] + args + [cf],
                     "r": [MCPC] + args + ["--"] + rat("--existing", cf)}
             for c in "fjr"[k % 3:] + "fjr"[:k % 3]:
-                got[c].append(parse(run(cmds[c])))
+                if args[0] == "rt":
+                    got[c].append(stream_rt(cmds[c], km.provisioner.pid))
+                else:
+                    got[c].append(parse(run(cmds[c])))
+                if c == "r":
+                    run(jc + ["unhook", "0", cf])
         finally:
             km.shutdown_kernel(now=True)
     return got
 
 
-def bench_roundtrip():
-    rounds = 3 if QUICK else 9
-    n = 150 if QUICK else 300
-    got = paired(rounds, ["rt", str(n)], nums)
-    r_all, f_all, j_all = (sum(got[c], []) for c in "rfj")
-    r_med, f_med, j_med = ([statistics.median(x) for x in got[c]] for c in "rfj")
+def rt_rows(what, got, target_ratio, jc_ratio=None):
+    """The round-trip row (paired medians) and the kernel-CPU row for `got`
+    from paired(..., ["rt", N]). Returns the floor's median in ms."""
+    r_all, f_all, j_all = ([t for ts, _ in got[c] for t in ts] for c in "rfj")
+    r_med, f_med, j_med = ([statistics.median(ts) for ts, _ in got[c]] for c in "rfj")
     r, f, j = statistics.median(r_med) / 1000, statistics.median(f_med) / 1000, statistics.median(j_med) / 1000
     # The targets are judged per kernel (paired), then the median is taken:
     # medians of the three series alone would mix different kernels again.
     added = statistics.median([a - b for a, b in zip(r_med, f_med)])
     rf = statistics.median([a / b for a, b in zip(r_med, f_med)])
     rj = statistics.median([a / b for a, b in zip(r_med, j_med)])
-    row("run `x = 42` round trip on one kernel, median (p99)",
+    target = "≤ %.2f× floor" % target_ratio + (", ≤ %.1f× jc" % jc_ratio if jc_ratio else "")
+    row(what + ", median (p99)",
         "%.2f ms (%.2f), %+.0f µs" % (r, pct(r_all, 0.99) / 1000, added),
         "%.2f ms (%.2f)" % (f, pct(f_all, 0.99) / 1000),
         "%.2f ms (%.2f)" % (j, pct(j_all, 0.99) / 1000),
-        "≤ 1.05× floor, ≤ 0.9× jc (paired medians): %.3f×, %.2f×" % (rf, rj),
-        rf <= 1.05 and rj <= 0.9)
+        "%s (paired medians): %.3f×%s" % (target, rf, ", %.2f×" % rj if jc_ratio else ""),
+        rf <= target_ratio and (jc_ratio is None or rj <= jc_ratio))
+    r_cpu, f_cpu, j_cpu = (statistics.median([c for _, c in got[k]]) for k in "rfj")
+    row("↳ kernel CPU per round trip (same runs)", "%.0f µs (%+.0f)" % (r_cpu, r_cpu - f_cpu), "%.0f µs" % f_cpu,
+        "%.0f µs" % j_cpu, "", None)
     return f
+
+
+def bench_roundtrip():
+    rounds = 3 if QUICK else 9
+    n = 150 if QUICK else 300
+    return rt_rows("run `x = 42` round trip on one fresh kernel", paired(rounds, ["rt", str(n)]), 1.03, 0.9)
+
+
+def bench_long_session():
+    """The same after 10 000 runs in the session: IPython's namespace then
+    holds 10 000 more `_iN` entries (what used to make the snapshot grow)."""
+    runs = 10000
+    rounds = 3 if QUICK else 7
+    n = 150 if QUICK else 300
+    got = paired(rounds, ["rt", str(n)], prep=lambda cf: run([FLOOR, "rt", str(runs - 50), cf], timeout=3600))
+    rt_rows("run `x = 42` after %s runs in the session" % "{:,}".format(runs), got, 1.03)
+
+
+def bench_many_vars():
+    """The same with 10 000 user variables: there the snapshot's cost is the
+    user's names (counted and filtered on every run), not the session's."""
+    nvars = 10000
+    rounds = 3 if QUICK else 7
+    n = 150 if QUICK else 300
+    jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
+    got = paired(rounds, ["rt", str(n)], prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
+    rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, 1.03)
 
 
 def bench_cold():
@@ -208,35 +280,46 @@ def bench_http():
 
 
 def bench_callgrind():
-    """Instructions the bridge executes per run round trip (the kernel is not
-    under valgrind): the difference between 300 and 100 round trips / 200."""
+    """Instructions the client executes per run round trip (the kernel is not
+    under valgrind): the difference between 300 and 100 round trips / 200,
+    for rat-py and for the floor (the least any client can do: the HMAC and
+    the ZMQ calls)."""
     if subprocess.run(["which", "valgrind"], capture_output=True).returncode != 0:
         return
-    counts = {}
-    for n in (100, 300):
-        out = os.path.join(WORK, "cg.%d" % n)
-        run([MCPC, "rt", str(n), "--", "valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + rat())
-        total = 0
+
+    def total(out):
         for line in open(out):
             if line.startswith("summary:") or line.startswith("totals:"):
-                total = int(line.split()[1])
-        counts[n] = total
-    per = (counts[300] - counts[100]) / 200
-    row("bridge instructions per run round trip (callgrind)", "%.0f k" % (per / 1000), "", "", "", None)
+                return int(line.split()[1])
+        return 0
+    counts = {}
+    for n in (100, 300):
+        vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(WORK, "cg.r.%d" % n)]
+        run([MCPC, "rt", str(n), "--"] + vg + rat())
+        counts["r", n] = total(vg[-1].split("=", 1)[1])
+        vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(WORK, "cg.f.%d" % n)]
+        run(vg + [FLOOR, "rt", str(n)])
+        counts["f", n] = total(vg[-1].split("=", 1)[1])
+    r, f = ((counts[c, 300] - counts[c, 100]) / 200 for c in "rf")
+    row("client instructions per run round trip (callgrind)", "%.0f k (%.2f×)" % (r / 1000, r / f),
+        "%.0f k" % (f / 1000), "", "", None)
+
+
+BENCHES = {"rt": bench_roundtrip, "long": bench_long_session, "vars": bench_many_vars, "cold": bench_cold,
+           "flood": bench_flood, "memory": bench_memory, "restart": bench_restart, "look": bench_look,
+           "http": bench_http, "callgrind": bench_callgrind}
 
 
 def main():
+    for name in ONLY or []:
+        if name not in BENCHES:
+            raise SystemExit("bench: --only takes some of %s" % ",".join(BENCHES))
     print("### rat-py benchmark\n")
     print("Machine: %s  " % machine())
-    print("Command: `scripts/bench%s`\n" % (" --quick" if QUICK else ""))
-    bench_roundtrip()
-    bench_cold()
-    bench_flood()
-    bench_memory()
-    bench_restart()
-    bench_look()
-    bench_http()
-    bench_callgrind()
+    print("Command: `scripts/bench%s`\n" % "".join(" " + a for a in sys.argv[1:]))
+    only = ONLY or ["rt", "long", "vars", "cold", "flood", "memory", "restart", "look", "http", "callgrind"]
+    for name in only:
+        BENCHES[name]()
     print("| measurement | rat-py | floor (raw ZMQ, C) | jupyter_client | target | met |")
     print("|---|---|---|---|---|---|")
     for r in rows:

@@ -2,7 +2,11 @@
 python3-jupyter-client) against the same kernelspec.
 
 Usage: jc_bench.py rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | rss
+       jc_bench.py unhook 0 CONNECTION_FILE | vars N CONNECTION_FILE
 (with a connection file, it attaches to that kernel instead of starting one)
+unhook removes what rat-py leaves in a kernel it attached to (its helper's
+post_run_cell hook and the `_rat` module), so whoever follows does not pay
+the snapshot; vars makes N user variables (v0 .. vN-1) in one silent run.
 """
 import statistics
 import sys
@@ -32,6 +36,21 @@ def execute(kc, code, count_stream=False):
     return nbytes
 
 
+UNHOOK = ("(lambda ip, s: (ip.events.callbacks['post_run_cell'].__setitem__(slice(None), "
+          "[cb for cb in ip.events.callbacks['post_run_cell'] if not getattr(cb, '_rat_hook', False)]), "
+          "s.modules.pop('_rat', None)))(get_ipython(), __import__('sys'))")
+
+
+def silent(kc, code):
+    msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+    while True:
+        r = kc.get_shell_msg(timeout=60)
+        if r["parent_header"].get("msg_id") == msg_id:
+            if r["content"]["status"] != "ok":
+                raise SystemExit("jc_bench: %s failed: %s" % (code[:60], r["content"].get("evalue")))
+            return
+
+
 def main():
     mode = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 300
@@ -56,6 +75,10 @@ def main():
                 t = time.perf_counter()
                 execute(kc, "x = 42")
                 print(int((time.perf_counter() - t) * 1e6))
+        elif mode == "unhook":
+            silent(kc, UNHOOK)
+        elif mode == "vars":
+            silent(kc, "for _k in range(%d): globals()['v%%d' %% _k] = _k\ndel _k" % n)
         elif mode == "flood":
             execute(kc, "x = 42")
             t = time.perf_counter()

@@ -13,11 +13,15 @@
 # big numpy/pandas objects are summarized from their shape, user __repr__,
 # __len__ and friends are called under try/except and a time limit, and
 # properties are never evaluated while listing children.
+import bisect as _bisect
+import heapq as _heapq
+import itertools as _itertools
 import json as _json
 import reprlib as _reprlib
 import signal as _signal
 import sys as _sys
 import threading as _threading
+import time as _time
 import types as _types
 
 OVERVIEW_ROWS = 25     # rows in the variables overview
@@ -48,27 +52,64 @@ class _Timeout(Exception):
     pass
 
 
-def _on_alarm(signum, frame):
-    raise _Timeout()
-
-
 class _limit(object):
-    """Interrupts the body after `seconds` (main thread only: signals)."""
+    """Interrupts the body after `seconds` (main thread only: signals).
+
+    The process has one real-time interval timer, which signal.alarm and
+    setitimer(ITIMER_REAL) share: the user's own may be armed. It is taken
+    over for the body and given back after it, less the time elapsed, with
+    the user's SIGALRM handler and interval; if it came due during the body
+    (its signal reaches our handler, which then keeps our own limit), it
+    fires right after, through the user's handler. Only what this object
+    armed is ever cancelled."""
 
     def __init__(self, seconds):
         self.seconds = seconds
 
     def __enter__(self):
-        self.armed = _threading.current_thread() is _threading.main_thread()
+        # A handler installed from C (getsignal() is None) could not be put
+        # back: then no limit rather than a lost handler.
+        self.armed = (_threading.current_thread() is _threading.main_thread()
+                      and _signal.getsignal(_signal.SIGALRM) is not None)
         if self.armed:
-            self.old = _signal.signal(_signal.SIGALRM, _on_alarm)
-            _signal.setitimer(_signal.ITIMER_REAL, self.seconds)
+            self.deadline = _time.monotonic() + self.seconds
+            self.user = None      # the user's timer (delay, interval) once taken over
+            self.pending = False  # the user's timer came due during the body
+            self.done = False
+            self.old = _signal.signal(_signal.SIGALRM, self._on_alarm)
+            user = _signal.setitimer(_signal.ITIMER_REAL, self.seconds)
+            # Read the clock after the timer: the user's is given back late by
+            # microseconds, never early.
+            self.user_due = _time.monotonic() + user[0] if user[0] > 0 else None
+            self.user = user
+            if self.user_due is not None and user[0] < self.seconds:
+                _signal.setitimer(_signal.ITIMER_REAL, user[0])  # wake at the user's time too
         return self
+
+    def _on_alarm(self, signum, frame):
+        if self.done:
+            return
+        now = _time.monotonic()
+        if self.user is not None and now >= self.deadline:
+            raise _Timeout()
+        # The user's timer (or one armed before ours took over): theirs to
+        # handle once the body is done; ours still runs to the deadline.
+        self.pending = True
+        if self.user is not None:
+            _signal.setitimer(_signal.ITIMER_REAL, max(self.deadline - now, 1e-6))
 
     def __exit__(self, *exc):
         if self.armed:
-            _signal.setitimer(_signal.ITIMER_REAL, 0)
-            _signal.signal(_signal.SIGALRM, self.old)
+            self.done = True  # from here on our handler ignores the signal
+            try:
+                _signal.setitimer(_signal.ITIMER_REAL, 0)
+            finally:
+                _signal.signal(_signal.SIGALRM, self.old)
+                user = self.user or (0.0, 0.0)
+                if self.pending or user[0] > 0:
+                    left = self.user_due - _time.monotonic() if self.user_due is not None else 0.0
+                    _signal.setitimer(_signal.ITIMER_REAL, left if left > 0 and not self.pending else 1e-6,
+                                      user[1])
         return False
 
 
@@ -258,13 +299,171 @@ def _size(x):
     return None, False
 
 
-def _user_names(ip):
-    """Names a user would call their variables: what %who shows, minus modules."""
+def _user_names_full(ip):
+    """Names a user would call their variables: what %who shows, minus
+    modules, in the namespace's order. The definition the incremental
+    tracker below reproduces; it walks the whole namespace (IPython adds
+    `_iN`/`_N` entries on every execution, so that grows without bound)."""
     ns = ip.user_ns
     hidden = ip.user_ns_hidden
     mod = _types.ModuleType
     return [k for k, v in list(ns.items())
             if not k.startswith("_") and k not in hidden and not isinstance(v, mod)]
+
+
+def _anchor_key(k):
+    """Whether the tracker may anchor on this key object: an `_iN` or `_N`
+    key (IPython inserts those, formatting a fresh string) that is not the
+    interned string, so code that names it (`_i5 = ...`, exec) inserts a
+    different object. (Interning an equal copy only tells whether k is the
+    interned one; the copy is freed with its last reference.)"""
+    return (type(k) is str and k[:1] == "_" and (k[1:].isdigit() or (k[1:2] == "i" and k[2:].isdigit()))
+            and _sys.intern(k[:1] + k[1:]) is not k)
+
+
+class _Tracker(object):
+    """The user's names, kept up to date at a cost that does not grow with
+    the session: (their count, the OVERVIEW_ROWS smallest) exactly as
+    _user_names_full + heapq.nsmallest would give them.
+
+    It keeps every str key of user_ns that does not start with "_" (hidden
+    names and modules included: whether a name is hidden or a module can
+    change without the key moving, so that is decided at each overview) in
+    a set and a sorted list. Between two overviews it learns what changed
+    from the dict's insertion order alone:
+      - the anchor is an `_iN`/`_N` key object seen last time, held by
+        identity: IPython formats those strings, so code that deletes the
+        entry and assigns the name again inserts a different (interned)
+        object, and the walk below does not find it (a key that is already
+        the interned string is never an anchor: see _anchor_key);
+      - keys inserted since are exactly those after the anchor (a new key
+        goes to the end; reassigning an existing key does not move it), so
+        walking reversed(ns) back to the anchor finds them, at a cost of
+        what was added since (plus the few keys that were already after the
+        anchor last time, which are re-checked);
+      - a key before the anchor can only have been deleted: the count of
+        keys before the anchor (len(ns) minus the walk) says whether one
+        was, and then the set drops what is no longer in ns (O(user names),
+        never the `_iN` history);
+      - an anchor that is gone, a new namespace dict, or keys that are not
+        plain str (where the full definition's own rules, even its errors,
+        must apply) make it fall back to the full scan.
+    Each overview then costs O(new keys + user names) with no allocation
+    proportional to the namespace: the hidden/module test runs over the
+    user's names through C-level iterators.
+    The one sequence it cannot see: code that takes IPython's own key object
+    out of globals(), deletes the entry and re-inserts that very object,
+    with as many other deletions as insertions in between. Deliberate
+    tampering, not use; the next `%reset` or a new kernel rescans."""
+
+    def __init__(self):
+        self.ns = None        # the dict tracked (user_ns can be replaced)
+        self.anchor = None    # a key object of ns (see above), or None: rescan
+        self.len = 0          # len(ns) at the last update
+        self.after = 0        # keys after the anchor at the last update
+        self.tail = ()        # those of them that are in self.names
+        self.names = set()    # str keys of ns not starting with "_"
+        self.sorted = []      # self.names, sorted
+
+    def _rescan(self, ns):
+        keys = list(ns)       # one C-level copy: atomic under the GIL
+        if any(type(k) is not str for k in keys):
+            self.ns = None    # not tracked: the full definition applies
+            return False
+        self.names = set(k for k in keys if not k.startswith("_"))
+        self.sorted = sorted(self.names)
+        self.ns, self.len, self.anchor, self.after, self.tail = ns, len(keys), None, 0, ()
+        tail = []
+        for i in range(len(keys) - 1, -1, -1):
+            k = keys[i]
+            if _anchor_key(k):
+                self.anchor, self.after, self.tail = k, len(keys) - 1 - i, tail
+                break
+            if k in self.names:
+                tail.append(k)
+        return True
+
+    def _add(self, k):
+        if k not in self.names:
+            self.names.add(k)
+            _bisect.insort(self.sorted, k)
+
+    def _drop_missing(self, ns, keys):
+        for k in keys:
+            if k in self.names and k not in ns:
+                self.names.discard(k)
+                del self.sorted[_bisect.bisect_left(self.sorted, k)]
+
+    def _update(self, ns):
+        """Brings the names up to date with ns; False when ns holds keys
+        that are not str (the caller then uses the full scan)."""
+        if ns is not self.ns or self.anchor is None:
+            return self._rescan(ns)
+        anchor = self.anchor
+        walked = []
+        try:
+            for k in reversed(ns):
+                if k is anchor:
+                    break
+                walked.append(k)
+            else:
+                return self._rescan(ns)
+        except RuntimeError:  # another thread changed ns meanwhile
+            return self._rescan(ns)
+        n = len(ns)
+        for k in walked:
+            if type(k) is not str:
+                self.ns = None
+                return False
+        for k in walked:
+            if not k.startswith("_"):
+                self._add(k)
+        # Keys after the anchor last time and not walked now were deleted.
+        self._drop_missing(ns, self.tail)
+        if n - len(walked) != self.len - self.after:
+            # Keys before the anchor were deleted (del, %xdel, the output
+            # cache's culling of `_N`...): drop those of the user's names.
+            self._drop_missing(ns, list(self.sorted))
+        self.len = n
+        tail = []
+        for i, k in enumerate(walked):
+            if _anchor_key(k):
+                self.anchor, self.after, self.tail = k, i, tail
+                break
+            if not k.startswith("_"):
+                tail.append(k)
+        else:
+            self.after, self.tail = len(walked), tail
+        return True
+
+    def overview(self, ip):
+        """(count of user names, the OVERVIEW_ROWS smallest, sorted)."""
+        ns = ip.user_ns
+        if not self._update(ns):
+            names = _user_names_full(ip)
+            return len(names), _heapq.nsmallest(OVERVIEW_ROWS, names)
+        hidden = ip.user_ns_hidden
+        mod = _types.ModuleType
+        get = ns.__getitem__
+        # Hidden names: a set intersection that walks the (few) hidden ones.
+        # Modules: one C-level pass over the user's names (no Python frame
+        # per name), less the hidden names' own modules.
+        if type(hidden) is dict:
+            hid = hidden.keys() & self.names
+        else:
+            hid = set(_itertools.compress(self.sorted, map(hidden.__contains__, self.sorted)))
+        n_mod = sum(map(isinstance, map(get, self.sorted), _itertools.repeat(mod)))
+        n_mod -= sum(1 for k in hid if isinstance(get(k), mod))
+        todo = []
+        for k in self.sorted:
+            if k not in hidden and not isinstance(get(k), mod):
+                todo.append(k)
+                if len(todo) == OVERVIEW_ROWS:
+                    break
+        return len(self.sorted) - len(hid) - n_mod, todo
+
+
+_tracker = _Tracker()
 
 
 def _type_name(x):
@@ -291,11 +490,13 @@ def _row(k, v):
 def _snapshot():
     """The variable count and the overview rows, as a dict."""
     ip = _shell()
-    names = _user_names(ip)
-    out = {"vars": len(names), "rows": []}
-    import heapq
-    ns = ip.user_ns
-    todo = heapq.nsmallest(OVERVIEW_ROWS, names)
+    count, todo = _tracker.overview(ip)
+    return _rows(ip.user_ns, count, todo)
+
+
+def _rows(ns, count, todo):
+    """The snapshot for `count` user names whose smallest are `todo` (sorted)."""
+    out = {"vars": count, "rows": []}
     # Plain scalars and strings have bounded, fast reprs (reprlib slices long
     # strings first): no need to arm the alarm (four system calls) for them.
     if all(type(ns.get(k)) in _SCALARS for k in todo):
