@@ -613,6 +613,23 @@ static void s_handle_cancelled(mcp_session_t *self, json_object *params)
     }
 }
 
+static json_object *s_error_object(int code, const char *message)
+{
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "code", json_object_new_int(code));
+    json_object_object_add(e, "message", json_object_new_string(message));
+    return e;
+}
+
+/* A JSON-RPC error object: {code: integer, message: string, ...}. */
+static bool s_error_shape_ok(json_object *error)
+{
+    json_object *code = NULL, *message = NULL;
+    return json_object_is_type(error, json_type_object) && json_object_object_get_ex(error, "code", &code) &&
+           json_object_is_type(code, json_type_int) && json_object_object_get_ex(error, "message", &message) &&
+           json_object_is_type(message, json_type_string);
+}
+
 static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
 {
     if (!json_object_is_type(m->id, json_type_int))
@@ -625,8 +642,22 @@ static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
             mcp_response_fn *fn = p->fn;
             void *ud = p->ud;
             free(p);
+            /* The reply is client input. Its handler is promised an object
+             * result, or an error object: anything else (a null result, which
+             * would read as "abandoned", a string, an error that is not an
+             * object) becomes an error object saying so. */
+            json_object *result = m->result, *error = m->error, *made = NULL;
+            bool has_result = json_object_object_get_ex(m->root, "result", NULL);
+            if (has_result && !json_object_is_type(result, json_type_object)) {
+                result = NULL;
+                error = made = s_error_object(JSONRPC_INVALID_REQUEST, "invalid response: \"result\" must be an object");
+            } else if (!has_result && !s_error_shape_ok(error)) {
+                error = made = s_error_object(JSONRPC_INVALID_REQUEST, "invalid response: \"error\" must be an "
+                                                                       "object with an integer code and a string message");
+            }
             if (fn)
-                fn(ud, m->result, m->error);
+                fn(ud, result, error);
+            json_object_put(made);
             return;
         }
     }

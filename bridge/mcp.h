@@ -50,9 +50,15 @@ typedef void (mcp_method_fn)(mcp_call_t *call, json_object *params, void *ud);
 /* Called once when a call ends without a response; the call is freed right
  * after it returns, so drop every pointer to it. */
 typedef void (mcp_cancel_fn)(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud);
-/* Answer to a server->client request. On a transport or protocol failure
- * result is NULL and error holds the JSON-RPC error (or NULL when the request
- * was abandoned because its call or session ended). Both are borrowed. */
+/* Answer to a server->client request, called exactly once unless
+ * mcp_call_abandon_request drops it first. Exactly one of three forms:
+ * - result is a JSON object, error NULL: the client's result (its content
+ *   is untrusted client input: check every field's type before use);
+ * - result NULL, error a JSON-RPC error object ({code: int, message:
+ *   string}): the client's error, or one mcp made because the reply was
+ *   malformed (e.g. "result": null);
+ * - both NULL: abandoned, because its call or session is ending.
+ * Both are borrowed for the duration of the call. */
 typedef void (mcp_response_fn)(void *ud, json_object *result, json_object *error);
 /* Notified when a session finishes initialize (after the response is sent). */
 typedef void (mcp_session_fn)(mcp_session_t *session, void *ud);

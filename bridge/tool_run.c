@@ -12,6 +12,8 @@
 #include "mem.h"
 #include "output.h"
 #include "textfmt.h"
+#include "utf8.h"
+#include "tool_elicit.h"
 
 #define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
 #define NOTIFY_MAX (64u << 10)     /* bytes of one batch; the rest is summarized */
@@ -38,6 +40,7 @@ typedef struct {
     double progress;
     long elicit;                   /* pending elicitation request handle, 0 if none */
     bool elicit_refused;           /* the client declined: fall back to text */
+    char *elicit_note;             /* what was wrong with the client's reply, or NULL */
 } s_follow_t;
 
 static void s_follow_free(s_follow_t *f)
@@ -47,6 +50,7 @@ static void s_follow_free(s_follow_t *f)
     loop_timer_cancel(f->ctx->loop, f->keepalive_timer);
     buf_free(&f->pending[0]);
     buf_free(&f->pending[1]);
+    free(f->elicit_note);
     free(f);
 }
 
@@ -183,6 +187,10 @@ static void s_input_text(s_follow_t *f, buf_t *b)
     buf_put_json_str(b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
     buf_printf(b, "\n⏳ exec #%ld waits: answer with run(input=\"...\") or stop it with ctl(op=\"cancel\")",
                runtime_exec_number(f->ex));
+    if (f->elicit_note) {
+        buf_putc(b, '\n');
+        buf_puts(b, f->elicit_note);
+    }
 }
 
 static void s_end_with_input(s_follow_t *f)
@@ -195,23 +203,39 @@ static void s_end_with_input(s_follow_t *f)
     buf_free(&b);
 }
 
+/* The client's reply to elicitation/create (see mcp_response_fn: both NULL
+ * when the request was abandoned because the call is ending, which frees f
+ * right after). Whatever the client sent, the run is either answered or the
+ * call ends with INPUT REQUESTED, so nothing is left waiting on a reply that
+ * will not come. */
 static void s_on_elicit(void *ud, json_object *result, json_object *error)
 {
     s_follow_t *f = ud;
     f->elicit = 0;
     if (!result && !error)
         return; /* abandoned: the call ended */
-    json_object *action = NULL, *content = NULL, *value = NULL;
-    if (result && json_object_object_get_ex(result, "action", &action) &&
-        strcmp(json_object_get_string(action), "accept") == 0 &&
-        json_object_object_get_ex(result, "content", &content) &&
-        json_object_object_get_ex(content, "value", &value)) {
-        const char *v = json_object_get_string(value);
-        if (runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT && runtime_exec_answer(f->ex, v ? v : "") == 0)
-            return; /* keep following the same call */
-    }
-    /* Declined, cancelled or failed: answer the usual way. */
+    const char *value = NULL, *why = NULL;
+    tool_elicit_kind_t kind = tool_elicit_reply(result, error, &value, &why);
+    if (kind == TOOL_ELICIT_ACCEPT && runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT &&
+        runtime_exec_answer(f->ex, value) == 0)
+        return; /* keep following the same call */
+    /* Declined, cancelled, failed or invalid: answer the usual way, saying
+     * what was wrong with a reply that was not a plain refusal. */
     f->elicit_refused = true;
+    free(f->elicit_note);
+    f->elicit_note = NULL;
+    if (kind == TOOL_ELICIT_INVALID || kind == TOOL_ELICIT_FAILED) {
+        buf_t note;
+        buf_init(&note, 0);
+        if (kind == TOOL_ELICIT_INVALID) {
+            buf_printf(&note, "the client's elicitation reply was not valid (%s)", why);
+        } else {
+            buf_puts(&note, "the client answered the elicitation with an error: ");
+            buf_put_json_str(&note, why, utf8_floor(why, strlen(why), 200));
+        }
+        log_warn("%s", buf_str(&note));
+        f->elicit_note = buf_take(&note);
+    }
     if (runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT)
         s_end_with_input(f);
 }
@@ -226,18 +250,7 @@ static void s_on_input(void *ud, runtime_exec_t *ex)
      * prompts always take the run(input=...) route. */
     if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation")) {
         s_flush(f);
-        json_object *params = json_object_new_object();
-        char *msg = xasprintf("The running code asks for input: %s", prompt && *prompt ? prompt : "(no prompt)");
-        json_object_object_add(params, "message", json_object_new_string(msg));
-        free(msg);
-        json_object *schema = json_tokener_parse("{\"type\":\"object\",\"properties\":{\"value\":{\"type\":\"string\","
-                                                 "\"title\":\"Input\"}},\"required\":[\"value\"]}");
-        json_object *props = NULL, *value = NULL;
-        json_object_object_get_ex(schema, "properties", &props);
-        json_object_object_get_ex(props, "value", &value);
-        json_object_object_add(value, "description", json_object_new_string(prompt ? prompt : ""));
-        json_object_object_add(params, "requestedSchema", schema);
-        f->elicit = mcp_call_request(f->call, "elicitation/create", params, s_on_elicit, f);
+        f->elicit = tool_elicit_request(f->call, prompt, s_on_elicit, f);
         return;
     }
     s_end_with_input(f);

@@ -6,8 +6,9 @@
  * schemas in front of harmless handlers (as in fuzz_mcp), and transport_http
  * on 127.0.0.1, port 0. Handlers: run's code "keep..." keeps the call open
  * (a log line and progress go out on its SSE stream first), "later..."
- * finishes it from a timer, "ask..." sends elicitation/create (the server's
- * request ids count from 1 in each session), "notify..." logs to the
+ * finishes it from a timer, "ask..." sends run's elicitation/create and reads
+ * the reply with run's tool_elicit_reply (the server's request ids count
+ * from 1 in each session), "notify..." logs to the
  * session's GET stream, "big..." logs 20 KiB before answering; anything else
  * is cleaned by the output module and echoed. look parses `at` with
  * lookpath, ctl echoes its op ("wait" finishes later). Routes /health and
@@ -71,6 +72,7 @@
 #include "loop.h"
 #include "mcp.h"
 #include "mem.h"
+#include "tool_elicit.h"
 #include "transport_http.h"
 
 #define KEEP_MAX 8             /* calls held open at once (a ninth is answered at once) */
@@ -165,11 +167,23 @@ static void s_on_later(loop_t *loop, void *ud)
     s_finish(call, "done later");
 }
 
+/* The elicitation reply goes through what run uses: mcp's response
+ * dispatch, then tool_elicit_reply, the only code that reads it. */
 static void s_on_answer(void *ud, json_object *result, json_object *error)
 {
+    mcp_call_t *call = ud;
     if (!result && !error)
         return; /* abandoned: the call is being freed */
-    s_finish(ud, result ? json_object_to_json_string(result) : "declined");
+    /* mcp_response_fn's contract, which run's handler relies on. */
+    FUZZ_ASSERT(result ? !error && json_object_is_type(result, json_type_object)
+                       : json_object_is_type(error, json_type_object));
+    const char *value = NULL, *why = NULL;
+    tool_elicit_kind_t kind = tool_elicit_reply(result, error, &value, &why);
+    FUZZ_ASSERT(kind == TOOL_ELICIT_ACCEPT ? value && !why : !value);
+    FUZZ_ASSERT(kind == TOOL_ELICIT_DECLINE ? !why : kind == TOOL_ELICIT_ACCEPT || why);
+    s_forget(call);
+    mcp_call_on_cancel(call, NULL, NULL);
+    mcp_call_text(call, value ? value : why ? why : "declined", kind != TOOL_ELICIT_ACCEPT);
 }
 
 static bool s_later(mcp_call_t *call)
@@ -197,9 +211,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     if (strncmp(code, "later", 5) == 0 && s_later(call))
         return;
     if (strncmp(code, "ask", 3) == 0 && s_keep(call)) {
-        json_object *p = json_object_new_object();
-        json_object_object_add(p, "message", json_object_new_string(code));
-        mcp_call_request(call, "elicitation/create", p, s_on_answer, call);
+        tool_elicit_request(call, code, s_on_answer, call);
         return;
     }
     if (strncmp(code, "notify", 6) == 0)

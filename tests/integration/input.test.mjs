@@ -2,7 +2,7 @@
 // allow_input is false; password prompts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, call } from './lib.mjs';
+import { connect, run, ctl, call, rawServer, ms } from './lib.mjs';
 
 test('input() ends the call with INPUT REQUESTED, run(input) continues it', async () => {
   const h = await connect();
@@ -137,5 +137,53 @@ test('a declined elicitation falls back to INPUT REQUESTED', async () => {
     assert.match(r2.text, /^✓ /);
   } finally {
     await h.close();
+  }
+});
+
+// Elicitation replies come from the client and are untrusted: a reply that is
+// not a valid ElicitResult (action null or missing, content not an object, a
+// result that is null) must end the call with INPUT REQUESTED and a note,
+// never crash rat-py and never leave the call unanswered.
+test('an invalid elicitation reply falls back to INPUT REQUESTED, with a note', async () => {
+  const srv = rawServer();
+  try {
+    await srv.initialize('2025-06-18', { elicitation: {} });
+    const bad = [
+      { action: null },
+      null,
+      { action: 'accept', content: null },
+      { action: 'accept', content: { value: 7 } },
+      'accept',
+      { action: 'maybe' },
+    ];
+    let id = 10;
+    for (const result of bad) {
+      id++;
+      srv.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'run', arguments: { code: 'v = input("V: ")' } } });
+      let ask;
+      for (;;) {
+        ask = await srv.next(ms(30_000));
+        if (ask.method === 'elicitation/create') break;
+        assert.ok(ask.method, `no result before the elicitation: ${JSON.stringify(ask)}`);
+      }
+      srv.send({ jsonrpc: '2.0', id: ask.id, result });
+      const r = await srv.reply(id, ms(30_000));
+      const text = r.result.content[0].text;
+      assert.match(text, /^INPUT REQUESTED: "V: "\n⏳ exec #\d+ waits/, `reply ${JSON.stringify(result)}`);
+      assert.match(text, (result === null || typeof result !== "object") ? /\nthe client answered the elicitation with an error: "invalid response: \\"result\\" must be an object"$/ : /\nthe client.s elicitation reply was not valid \(.+\)$/, `reply ${JSON.stringify(result)}`);
+      // The prompt is still open: answering it the text way finishes the run.
+      srv.send({ jsonrpc: '2.0', id: 100 + id, method: 'tools/call', params: { name: 'run', arguments: { input: 'ok' } } });
+      const r2 = await srv.reply(100 + id, ms(30_000));
+      assert.match(r2.result.content[0].text, /^✓ /);
+    }
+    // An error reply: the client's message is quoted; a malformed one is named.
+    srv.send({ jsonrpc: '2.0', id: 50, method: 'tools/call', params: { name: 'run', arguments: { code: 'v = input("W: ")' } } });
+    let ask;
+    do { ask = await srv.next(ms(30_000)); } while (ask.method !== 'elicitation/create');
+    srv.send({ jsonrpc: '2.0', id: ask.id, error: null });
+    const r = await srv.reply(50, ms(30_000));
+    assert.match(r.result.content[0].text, /^INPUT REQUESTED: "W: "[^]*\nthe client answered the elicitation with an error: "invalid response: \\"error\\" must be/);
+  } finally {
+    await srv.close();
   }
 });
