@@ -188,6 +188,8 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
     return self;
 }
 
+static json_object *s_error_object(int code, const char *message);
+
 static void s_call_free(mcp_call_t *call)
 {
     mcp_session_t *s = call->session;
@@ -218,6 +220,8 @@ static void s_call_free(mcp_call_t *call)
     free(call->method);
     free(call->tool);
     free(call);
+    if (s->ncalls == 0 && s->idle_fn)
+        s->idle_fn(s, s->idle_ud);
 }
 
 void mcp_session_destroy(mcp_session_t **self_p)
@@ -225,6 +229,7 @@ void mcp_session_destroy(mcp_session_t **self_p)
     if (!self_p || !*self_p)
         return;
     mcp_session_t *self = *self_p;
+    self->idle_fn = NULL;
     while (self->calls) {
         mcp_call_t *call = self->calls;
         mcp_cancel_fn *fn = call->cancel_fn;
@@ -277,6 +282,45 @@ bool mcp_session_client_has(const mcp_session_t *self, const char *capability)
 size_t mcp_session_calls(const mcp_session_t *self)
 {
     return self->ncalls;
+}
+
+void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud)
+{
+    self->idle_fn = fn;
+    self->idle_ud = ud;
+}
+
+bool mcp_session_can_request(const mcp_session_t *self)
+{
+    return !self->input_closed;
+}
+
+void mcp_session_input_closed(mcp_session_t *self)
+{
+    if (self->input_closed)
+        return;
+    self->input_closed = true;
+    /* One at a time from the list's head: a response function may finish its
+     * call, which abandons (and unlinks) that call's other requests. Only
+     * requests made before now are failed, so this ends. */
+    int64_t limit = self->next_request_id;
+    for (;;) {
+        mcp_pending_t **pp = &self->pending;
+        while (*pp && (*pp)->id >= limit)
+            pp = &(*pp)->next;
+        mcp_pending_t *p = *pp;
+        if (!p)
+            break;
+        *pp = p->next;
+        mcp_response_fn *fn = p->fn;
+        void *ud = p->ud;
+        free(p);
+        if (fn) {
+            json_object *err = s_error_object(JSONRPC_INTERNAL_ERROR, "the client closed its input before answering");
+            fn(ud, NULL, err);
+            json_object_put(err);
+        }
+    }
 }
 
 void *mcp_session_transport(const mcp_session_t *self)

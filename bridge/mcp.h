@@ -145,6 +145,18 @@ void mcp_session_notify(mcp_session_t *self, const char *method, json_object *pa
 void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text);
 /* Number of calls in flight. */
 size_t mcp_session_calls(const mcp_session_t *self);
+/* fn (NULL to clear) runs each time the number of calls in flight drops to
+ * zero. It runs inside the finisher of the last call (mcp_call_text, a
+ * cancel...), with callers up the stack still using the session: it must not
+ * destroy the session; schedule that from the loop instead. */
+void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud);
+/* The client will send nothing more (stdin reached EOF). Each pending
+ * server->client request can never be answered: its response function runs
+ * now with an error object. Calls in flight go on and may still send.
+ * Afterwards mcp_session_can_request is false. */
+void mcp_session_input_closed(mcp_session_t *self);
+/* Whether a server->client request can still be answered. */
+bool mcp_session_can_request(const mcp_session_t *self);
 void *mcp_session_transport(const mcp_session_t *self);
 /* Opaque per-session slot for the application (not freed by mcp). */
 void mcp_session_set_user(mcp_session_t *self, void *user);

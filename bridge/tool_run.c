@@ -230,7 +230,7 @@ static void s_on_elicit(void *ud, json_object *result, json_object *error)
         if (kind == TOOL_ELICIT_INVALID) {
             buf_printf(&note, "the client's elicitation reply was not valid (%s)", why);
         } else {
-            buf_puts(&note, "the client answered the elicitation with an error: ");
+            buf_puts(&note, "the elicitation failed: ");
             buf_put_json_str(&note, why, utf8_floor(why, strlen(why), 200));
         }
         log_warn("%s", buf_str(&note));
@@ -248,7 +248,7 @@ static void s_on_input(void *ud, runtime_exec_t *ex)
     mcp_session_t *s = mcp_call_session(f->call);
     /* Form elicitation must not collect secrets (MCP spec), so password
      * prompts always take the run(input=...) route. */
-    if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation")) {
+    if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation") && mcp_session_can_request(s)) {
         s_flush(f);
         f->elicit = tool_elicit_request(f->call, prompt, s_on_elicit, f);
         return;

@@ -170,7 +170,7 @@ test('an invalid elicitation reply falls back to INPUT REQUESTED, with a note', 
       const r = await srv.reply(id, ms(30_000));
       const text = r.result.content[0].text;
       assert.match(text, /^INPUT REQUESTED: "V: "\n⏳ exec #\d+ waits/, `reply ${JSON.stringify(result)}`);
-      assert.match(text, (result === null || typeof result !== "object") ? /\nthe client answered the elicitation with an error: "invalid response: \\"result\\" must be an object"$/ : /\nthe client.s elicitation reply was not valid \(.+\)$/, `reply ${JSON.stringify(result)}`);
+      assert.match(text, (result === null || typeof result !== "object") ? /\nthe elicitation failed: "invalid response: \\"result\\" must be an object"$/ : /\nthe client.s elicitation reply was not valid \(.+\)$/, `reply ${JSON.stringify(result)}`);
       // The prompt is still open: answering it the text way finishes the run.
       srv.send({ jsonrpc: '2.0', id: 100 + id, method: 'tools/call', params: { name: 'run', arguments: { input: 'ok' } } });
       const r2 = await srv.reply(100 + id, ms(30_000));
@@ -182,7 +182,7 @@ test('an invalid elicitation reply falls back to INPUT REQUESTED, with a note', 
     do { ask = await srv.next(ms(30_000)); } while (ask.method !== 'elicitation/create');
     srv.send({ jsonrpc: '2.0', id: ask.id, error: null });
     const r = await srv.reply(50, ms(30_000));
-    assert.match(r.result.content[0].text, /^INPUT REQUESTED: "W: "[^]*\nthe client answered the elicitation with an error: "invalid response: \\"error\\" must be/);
+    assert.match(r.result.content[0].text, /^INPUT REQUESTED: "W: "[^]*\nthe elicitation failed: "invalid response: \\"error\\" must be/);
   } finally {
     await srv.close();
   }
