@@ -82,7 +82,6 @@ typedef struct {
     const char *description;   /* one or two sentences for a model */
     const char *input_schema;  /* JSON text of an object schema */
     bool read_only, destructive, idempotent; /* annotations */
-    bool lenient_required;     /* "required" is advertised but the handler checks it */
     mcp_tool_fn *fn;
     void *ud;
 } mcp_tool_t;

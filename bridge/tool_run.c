@@ -21,8 +21,9 @@
 
 static const char s_schema[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"code\":{\"type\":\"string\",\"description\":\"Code to execute in the persistent kernel.\"},"
-    "\"input\":{\"type\":\"string\",\"description\":\"Answer to a pending input() prompt (leave code out).\"},"
+    "\"code\":{\"type\":\"string\",\"description\":\"Code to execute in the persistent kernel "
+    "(\\\"\\\" when answering input).\"},"
+    "\"input\":{\"type\":\"string\",\"description\":\"Answer to a pending input() prompt, with code \\\"\\\".\"},"
     "\"allow_input\":{\"type\":\"boolean\",\"default\":true,\"description\":"
     "\"Let the code call input(); when false, input() raises.\"},"
     "\"wait\":{\"type\":\"number\",\"default\":25,\"minimum\":0,\"maximum\":3600,\"description\":"
@@ -185,7 +186,7 @@ static void s_input_text(s_follow_t *f, buf_t *b)
         buf_puts(b, "\n\n");
     buf_printf(b, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
     buf_put_json_str(b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
-    buf_printf(b, "\n⏳ exec #%ld waits: answer with run(input=\"...\") or stop it with ctl(op=\"cancel\")",
+    buf_printf(b, "\n⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\")",
                runtime_exec_number(f->ex));
     if (f->elicit_note) {
         buf_putc(b, '\n');
@@ -247,7 +248,7 @@ static void s_on_input(void *ud, runtime_exec_t *ex)
     const char *prompt = runtime_exec_prompt(ex, &password);
     mcp_session_t *s = mcp_call_session(f->call);
     /* Form elicitation must not collect secrets (MCP spec), so password
-     * prompts always take the run(input=...) route. */
+     * prompts always take the run(code="", input=...) route. */
     if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation") && mcp_session_can_request(s)) {
         s_flush(f);
         f->elicit = tool_elicit_request(f->call, prompt, s_on_elicit, f);
@@ -367,7 +368,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         return;
     }
     if (!has_code) {
-        mcp_call_text(call, "run: code is empty. Pass the code to execute, or input to answer a pending input().", true);
+        mcp_call_text(call, "run: code is empty. Pass the code to execute, or input (with code \"\") to answer a pending input().", true);
         return;
     }
     if (strlen(code) > TOOLS_MAX_CODE) {
@@ -381,7 +382,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         buf_init(&b, 0);
         buf_printf(&b, "INPUT PENDING: exec #%ld is waiting for input ", runtime_exec_number(cur));
         buf_put_json_str(&b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
-        buf_puts(&b, ". Answer it with run(input=\"...\") or stop it with ctl(op=\"cancel\"), then run new code.");
+        buf_puts(&b, ". Answer it with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\"), then run new code.");
         mcp_call_text(call, buf_str(&b), true);
         buf_free(&b);
         return;
@@ -394,7 +395,7 @@ const char *tools_instructions(void)
 {
     return "A live, persistent Jupyter kernel (Python by default); state survives between calls.\n"
            "- run(code): execute code; the result is the output, then a footer like `✓ 3ms | 2 vars` "
-           "(✗ on error). If it says INPUT REQUESTED, answer with run(input=\"...\"). Long runs return "
+           "(✗ on error). If it says INPUT REQUESTED, answer with run(code=\"\", input=\"...\"). Long runs return "
            "after `wait` seconds with `⏳ running`: follow with ctl(op=\"wait\") or stop with ctl(op=\"cancel\").\n"
            "- look(): the variables; look(at=\"x\") inspects x (drill down: data.scores.0, model.layers.0); "
            "look(code=\"math.sq\", cursor=7) completes.\n"
@@ -409,10 +410,9 @@ void tool_run_describe(mcp_tool_t *out)
         .title = "Run code",
         .description = "Execute code in the persistent kernel and return its output (stdout, stderr, the value "
                        "of the last expression, errors) with a status footer. Also answers a pending input() "
-                       "prompt when called with `input` instead of `code`.",
+                       "prompt when called with `input` (and `code` empty).",
         .input_schema = s_schema,
         .destructive = true,
-        .lenient_required = true,
     };
 }
 

@@ -3,6 +3,7 @@
 // only ever carries JSON-RPC messages.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import Ajv from 'ajv';
 import { rawServer } from './lib.mjs';
 
 async function withServer(fn) {
@@ -132,6 +133,48 @@ test('tools/list: the schemas mcp2cli needs (code required and a plain string)',
   assert.deepEqual(ctl.properties.scope.enum, ['namespace', 'all']);
   assert.equal(ctl.properties.scope.default, 'namespace');
   for (const t of tools) assert.ok(t.description.length > 20, `${t.name} has a description`);
+}));
+
+// What a schema-validating client (Ajv, as the SDKs and hosts use) lets
+// through must be exactly what the server takes: the server's own checks
+// answer "<tool>: missing required argument …", "unknown argument …" or
+// "argument '…' must …"; anything else (including a tool's own error, such as
+// "no input() is waiting") means the arguments were accepted.
+test('each tool accepts exactly the arguments its advertised schema allows (Ajv)', () => withServer(async (srv) => {
+  await srv.initialize('2025-06-18');
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const { tools } = (await srv.reply(1)).result;
+  const ajv = new Ajv({ strict: true, allErrors: true });
+  const validate = Object.fromEntries(tools.map((t) => [t.name, ajv.compile(t.inputSchema)]));
+  const cases = {
+    run: [
+      { code: 'x = 1' }, { code: 'x = 1', wait: 0.5, allow_input: false },
+      { code: '', input: 'a' }, // the answer to input(): what the server asks for
+      { input: 'a' }, {}, { code: 1 }, { code: 'x', wait: 5000 }, { code: 'x', wait: -1 },
+      { code: 'x', allow_input: 'yes' }, { code: 'x', extra: 1 },
+    ],
+    look: [{}, { at: 'x' }, { code: 'ma', cursor: 2 }, { cursor: 1.5 }, { at: 5 }, { nope: true }],
+    ctl: [{ op: 'status' }, { op: 'status', scope: 'all' }, {}, { op: 'nope' }, { op: 'status', scope: 'x' }],
+  };
+  let id = 10;
+  for (const [tool, list] of Object.entries(cases)) {
+    for (const args of list) {
+      srv.send({ jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: tool, arguments: args } });
+      const r = await srv.reply(id);
+      const text = r.result.content[0].text;
+      const refused = r.result.isError === true &&
+        new RegExp(`^${tool}: (missing required argument|unknown argument|argument ')`).test(text);
+      assert.equal(!refused, validate[tool](args),
+        `${tool} ${JSON.stringify(args)}: server ${refused ? 'refuses' : 'accepts'} (${text.split('\n')[0]}), ` +
+        `Ajv ${JSON.stringify(validate[tool].errors)}`);
+    }
+  }
+  // The texts that ask for an answer name a call the schema allows.
+  srv.send({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'run', arguments: { code: 'v = input("V: ")' } } });
+  const ask = (await srv.reply(99)).result.content[0].text;
+  const m = /answer with run\(code="", input="\.\.\."\)/.exec(ask);
+  assert.ok(m, ask);
+  assert.ok(validate.run({ code: '', input: '...' }));
 }));
 
 test('string ids and large integer ids are echoed exactly', () => withServer(async (srv) => {

@@ -268,20 +268,19 @@ static void test_schema_defaults_and_enum(void)
     json_object *out = NULL;
     char err[256];
     json_object *args = json_tokener_parse("{\"op\":\"c\"}");
-    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), -1);
+    CHECK_EQ_INT(schema_apply(schema, args, &out, err, sizeof err), -1);
     CHECK(strstr(err, "valid values: a, b") != NULL);
     json_object_put(args);
     args = json_tokener_parse("{\"op\":\"a\",\"w\":-1}");
-    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), -1);
+    CHECK_EQ_INT(schema_apply(schema, args, &out, err, sizeof err), -1);
     CHECK(strstr(err, "at least 0") != NULL);
     json_object_put(args);
     args = json_tokener_parse("{\"op\":\"b\"}");
-    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), 0);
+    CHECK_EQ_INT(schema_apply(schema, args, &out, err, sizeof err), 0);
     CHECK_EQ_STR(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN), "{\"op\":\"b\",\"w\":25}");
     json_object_put(out);
-    CHECK_EQ_INT(schema_apply(schema, NULL, false, &out, err, sizeof err), 0);
-    json_object_put(out);
-    CHECK_EQ_INT(schema_apply(schema, NULL, true, &out, err, sizeof err), -1);
+    CHECK_EQ_INT(schema_apply(schema, NULL, &out, err, sizeof err), -1);
+    CHECK(strstr(err, "missing required argument 'op'") != NULL);
     json_object_put(args);
     json_object_put(schema);
 }
