@@ -207,6 +207,7 @@ int server_run(const config_t *cfg)
                              : xasprintf("%s/.rat-assets", cwd);
     rtdir = s_runtime_dir(&rtdir_temp);
     store = assets_new(assets, 0, cfg->assets_max_mb ? (unsigned long long)cfg->assets_max_mb << 20 : 0);
+    assets_serve_http(store, cfg->http);
     runtime_opts_t ro = {
         .assets = store,
         .cwd = cwd,
