@@ -52,6 +52,7 @@
  * FUZZ_HTTP_TRACE=1 in the environment prints what each connection received,
  * and the transport's debug log, e.g. for replay_http on one input. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -250,11 +251,46 @@ static void s_route_health(void *ud, const char *path, http_reply_t *out)
     out->len = strlen(out->body);
 }
 
+/* Whether a descriptor of this process is the memfd named name. */
+static bool s_memfd_open(const char *name)
+{
+    char want[64];
+    snprintf(want, sizeof want, "/memfd:%s", name);
+    DIR *d = opendir("/proc/self/fd");
+    FUZZ_ASSERT(d);
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        char link[300], target[256];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            found = strncmp(target, want, strlen(want)) == 0;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static bool s_huge_served; /* /assets/huge.txt was asked for in this input */
+
 /* /assets/a.txt and /assets/p.html exist (served from a file, as assets
- * are); anything else is rat-py's asset 404. */
+ * are); /assets/huge.txt comes as a file MHD refuses (a size past
+ * INT64_MAX), which the transport must still close; anything else is
+ * rat-py's asset 404. */
 static void s_route_assets(void *ud, const char *path, http_reply_t *out)
 {
     const char *name = path + strlen("/assets/");
+    if (strcmp(name, "huge.txt") == 0) {
+        int fd = memfd_create("rat-fuzz-huge", MFD_CLOEXEC);
+        FUZZ_ASSERT(fd >= 0);
+        s_huge_served = true;
+        out->status = 200;
+        out->content_type = "text/plain";
+        out->fd = fd;
+        out->fd_size = (size_t)INT64_MAX + 1;
+        return;
+    }
     bool html = strcmp(name, "p.html") == 0;
     if (!html && strcmp(name, "a.txt") != 0) {
         out->status = 404;
@@ -855,6 +891,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int i = 0; i < KEEP_MAX; i++)
         FUZZ_ASSERT(s_kept[i].call == NULL);
+    if (s_huge_served) {
+        /* A reply's file is the transport's to close, sent or not. */
+        FUZZ_ASSERT(!s_memfd_open("rat-fuzz-huge"));
+        s_huge_served = false;
+    }
     for (int i = 0; i < in.nconns; i++) {
         if (s_trace)
             fprintf(stderr, "--- connection %d (%s%s):\n%s\n", i, in.conns[i].eof ? "closed by the server" : "held",

@@ -196,12 +196,59 @@ test('an over-long line is answered with an error and the server keeps serving',
   assert.deepEqual((await srv.reply(2)).result, {});
 }));
 
-test('every stdout line is a JSON-RPC message, even with noisy kernel output', () => withServer(async (srv) => {
-  await srv.initialize();
-  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os, sys\nos.write(1, b"raw fd1\\n"); os.write(2, b"raw fd2\\n")\nprint("x"); print("y", file=sys.stderr)' } } });
-  await srv.reply(1);
-  srv.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
-  await srv.reply(2);
-  // srv.next() JSON-parses every line; reaching here means all were JSON.
-  assert.ok(true);
+/** Throws unless m is one JSON-RPC 2.0 message from a server: a response
+ * (id, exactly one of an object result or an error {code: integer, message:
+ * string}), a notification (method, params an object, no id) or a request. */
+function checkJsonRpc(m) {
+  assert.equal(typeof m, 'object');
+  assert.ok(m && !Array.isArray(m), 'an object, not a batch');
+  assert.equal(m.jsonrpc, '2.0');
+  const keys = Object.keys(m);
+  if ('method' in m) {
+    assert.equal(typeof m.method, 'string');
+    if ('params' in m) assert.ok(m.params && typeof m.params === 'object' && !Array.isArray(m.params), 'params is an object');
+    if ('id' in m) assert.ok(typeof m.id === 'string' || Number.isInteger(m.id), 'a request id is a string or an integer');
+    for (const k of keys) assert.ok(['jsonrpc', 'id', 'method', 'params'].includes(k), `unexpected key ${k}`);
+    return m.id === undefined ? 'notification' : 'request';
+  }
+  assert.ok('id' in m, 'a response has an id');
+  assert.ok(('result' in m) !== ('error' in m), 'exactly one of result and error');
+  for (const k of keys) assert.ok(['jsonrpc', 'id', 'result', 'error'].includes(k), `unexpected key ${k}`);
+  if ('result' in m) {
+    assert.ok(typeof m.id === 'string' || Number.isInteger(m.id));
+    assert.ok(m.result && typeof m.result === 'object' && !Array.isArray(m.result), 'result is an object');
+  } else {
+    assert.ok(m.id === null || typeof m.id === 'string' || Number.isInteger(m.id));
+    assert.ok(Number.isInteger(m.error.code), 'error.code is an integer');
+    assert.equal(typeof m.error.message, 'string');
+  }
+  return 'response';
+}
+
+test('every stdout line is one JSON-RPC 2.0 message, even with noisy kernel output', () => withServer(async (srv) => {
+  await srv.initialize('2025-06-18');
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', _meta: { progressToken: 'p' }, arguments: { code: 'import os, sys\nos.write(1, b"raw fd1\\n"); os.write(2, b"raw fd2\\n")\nprint("x"); print("y", file=sys.stderr)' } } });
+  srv.send('not json');
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'nope' });
+  srv.send({ jsonrpc: '2.0', id: 3, method: 'ping' });
+  const kinds = { response: [], notification: [], request: [] };
+  const seen = new Set();
+  // srv.next() fails on a line that is not JSON; each message is checked.
+  while (!(seen.has(1) && seen.has(2) && seen.has(3) && seen.has(null))) {
+    const m = await srv.next();
+    const kind = checkJsonRpc(m);
+    kinds[kind].push(m);
+    if (kind === 'response') seen.add(m.id);
+  }
+  const byId = Object.fromEntries(kinds.response.map((m) => [m.id, m]));
+  // ipykernel captures its fds too: the raw writes come back as output, inside messages.
+  assert.match(byId[1].result.content[0].text, /(^|\n)x\n[^]*\n✓ /);
+  assert.equal(byId[null].error.code, -32700);
+  assert.equal(byId[2].error.code, -32601);
+  assert.deepEqual(byId[3].result, {});
+  assert.equal(kinds.request.length, 0);
+  for (const n of kinds.notification) assert.ok(['notifications/message', 'notifications/progress'].includes(n.method), n.method);
+  assert.ok(kinds.notification.some((n) => n.method === 'notifications/message' && /x\n/.test(n.params.data)), 'stdout streamed');
+  assert.ok(kinds.notification.some((n) => n.method === 'notifications/progress' && n.params.progressToken === 'p'), 'progress');
+  assert.equal(srv.lines.length, 0);
 }));
