@@ -19,6 +19,11 @@
 #define OUT_DROP_NOTIFY (4u << 20)
 /* Past this much, we stop reading requests until the client catches up. */
 #define OUT_PAUSE_READ (16u << 20)
+/* After stdin's EOF, the longest we wait for calls in flight: no call may
+ * legitimately take longer (a run's wait is at most 3600 s); past it, a call
+ * that never ends (a stuck kernel) must not keep rat-py and its kernel alive
+ * with nobody left to ask. */
+#define EOF_DRAIN_MAX_MS ((3600 + 60) * 1000)
 
 struct transport_stdio {
     loop_t *loop;                 /* borrowed */
@@ -33,6 +38,7 @@ struct transport_stdio {
     bool eof;
     bool eof_told;                /* on_eof has run */
     uint64_t drained_timer;       /* pending s_on_drained, 0 if none */
+    uint64_t drain_limit_timer;   /* EOF_DRAIN_MAX_MS after EOF */
     unsigned long dropped;
     transport_stdio_eof_fn *on_eof;
     void *ud;
@@ -110,6 +116,20 @@ static void s_on_drained(loop_t *loop, void *ud)
         self->on_eof(self->ud);
 }
 
+/* EOF_DRAIN_MAX_MS after EOF: stop waiting for what is still in flight. */
+static void s_on_drain_limit(loop_t *loop, void *ud)
+{
+    transport_stdio_t *self = ud;
+    self->drain_limit_timer = 0;
+    if (self->eof_told)
+        return;
+    log_warn("stdin closed %d s ago and %zu call(s) are still unanswered; shutting down", EOF_DRAIN_MAX_MS / 1000,
+             mcp_session_calls(self->session));
+    self->eof_told = true;
+    if (self->on_eof)
+        self->on_eof(self->ud);
+}
+
 /* mcp_session_on_idle: runs inside the last call's finisher, so the check
  * (and the owner's shutdown) is left to the loop. */
 static void s_on_idle(mcp_session_t *session, void *ud)
@@ -136,6 +156,7 @@ static void s_input_ended(transport_stdio_t *self)
     mcp_session_on_idle(self->session, s_on_idle, self);
     mcp_session_input_closed(self->session);
     s_on_idle(self->session, self);
+    self->drain_limit_timer = loop_timer(self->loop, EOF_DRAIN_MAX_MS, s_on_drain_limit, self);
 }
 
 static void s_handle_line(transport_stdio_t *self, const char *line, size_t len)
@@ -257,6 +278,7 @@ void transport_stdio_destroy(transport_stdio_t **self_p)
     transport_stdio_t *self = *self_p;
     mcp_session_destroy(&self->session);
     loop_timer_cancel(self->loop, self->drained_timer);
+    loop_timer_cancel(self->loop, self->drain_limit_timer);
     loop_unwatch(self->loop, self->in_watch);
     loop_unwatch(self->loop, self->out_watch);
     if (self->in_flags >= 0)
