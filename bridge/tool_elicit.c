@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "mem.h"
+#include "utf8.h"
 
 long tool_elicit_request(mcp_call_t *call, const char *prompt, mcp_response_fn *fn, void *ud)
 {
@@ -63,4 +65,20 @@ tool_elicit_kind_t tool_elicit_reply(json_object *result, json_object *error, co
     }
     *value = json_object_get_string(v);
     return TOOL_ELICIT_ACCEPT;
+}
+
+char *tool_elicit_note(tool_elicit_kind_t kind, const char *why)
+{
+    if (kind != TOOL_ELICIT_INVALID && kind != TOOL_ELICIT_FAILED)
+        return NULL;
+    buf_t note;
+    buf_init(&note, 0);
+    if (kind == TOOL_ELICIT_INVALID) {
+        buf_printf(&note, "the client's elicitation reply was not valid (%s)", why ? why : "?");
+    } else {
+        const char *w = why ? why : "";
+        buf_puts(&note, "the elicitation failed: ");
+        buf_put_json_str(&note, w, utf8_floor(w, strlen(w), 200));
+    }
+    return buf_take(&note);
 }

@@ -30,4 +30,10 @@ long tool_elicit_request(mcp_call_t *call, const char *prompt, mcp_response_fn *
  * contract. */
 tool_elicit_kind_t tool_elicit_reply(json_object *result, json_object *error, const char **value, const char **why);
 
+/* The line a run's result ends with when the reply was not a plain
+ * accept/decline (FAILED, INVALID), e.g. `the elicitation failed: "…"`
+ * (client text is quoted and cut to 200 bytes at a character boundary);
+ * NULL for ACCEPT and DECLINE. Caller owns it. */
+char *tool_elicit_note(tool_elicit_kind_t kind, const char *why);
+
 #endif

@@ -12,7 +12,6 @@
 #include "mem.h"
 #include "output.h"
 #include "textfmt.h"
-#include "utf8.h"
 #include "tool_elicit.h"
 
 #define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
@@ -224,19 +223,9 @@ static void s_on_elicit(void *ud, json_object *result, json_object *error)
      * what was wrong with a reply that was not a plain refusal. */
     f->elicit_refused = true;
     free(f->elicit_note);
-    f->elicit_note = NULL;
-    if (kind == TOOL_ELICIT_INVALID || kind == TOOL_ELICIT_FAILED) {
-        buf_t note;
-        buf_init(&note, 0);
-        if (kind == TOOL_ELICIT_INVALID) {
-            buf_printf(&note, "the client's elicitation reply was not valid (%s)", why);
-        } else {
-            buf_puts(&note, "the elicitation failed: ");
-            buf_put_json_str(&note, why, utf8_floor(why, strlen(why), 200));
-        }
-        log_warn("%s", buf_str(&note));
-        f->elicit_note = buf_take(&note);
-    }
+    f->elicit_note = tool_elicit_note(kind, why);
+    if (f->elicit_note)
+        log_warn("%s", f->elicit_note);
     if (runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT)
         s_end_with_input(f);
 }

@@ -51,7 +51,8 @@ static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
 }
 
 /* The elicitation reply goes through what run uses: mcp's response
- * dispatch, then tool_elicit_reply, the only code that reads it. */
+ * dispatch, then tool_elicit_reply, the only code that reads it, and
+ * tool_elicit_note, which quotes what the client said back in the result. */
 static void s_on_answer(void *ud, json_object *result, json_object *error)
 {
     mcp_call_t *call = ud;
@@ -66,7 +67,10 @@ static void s_on_answer(void *ud, json_object *result, json_object *error)
     FUZZ_ASSERT(kind == TOOL_ELICIT_DECLINE ? !why : kind == TOOL_ELICIT_ACCEPT || why);
     s_forget(call);
     mcp_call_on_cancel(call, NULL, NULL);
-    mcp_call_text(call, value ? value : why ? why : "declined", kind != TOOL_ELICIT_ACCEPT);
+    char *note = tool_elicit_note(kind, why);
+    FUZZ_ASSERT((note != NULL) == (kind == TOOL_ELICIT_FAILED || kind == TOOL_ELICIT_INVALID));
+    mcp_call_text(call, value ? value : note ? note : "declined", kind != TOOL_ELICIT_ACCEPT);
+    free(note);
 }
 
 static bool s_keep(mcp_call_t *call)
