@@ -103,6 +103,7 @@ static void s_on_writable(loop_t *loop, void *ud, int revents)
 }
 
 static void s_handle_line(transport_stdio_t *self, const char *line, size_t len);
+static void s_too_long(transport_stdio_t *self);
 
 /* From the loop: stdin is closed; tell the owner once no call is in flight. */
 static void s_on_drained(loop_t *loop, void *ud)
@@ -145,9 +146,13 @@ static void s_on_idle(mcp_session_t *session, void *ud)
 static void s_input_ended(transport_stdio_t *self)
 {
     self->eof = true;
-    /* A last line without its newline is still a message. */
-    if (self->in.len && !self->discarding)
+    /* A last line without its newline is still a message (and an
+     * over-long one still gets its error). */
+    if (self->discarding)
+        s_too_long(self);
+    else if (self->in.len)
         s_handle_line(self, self->in.data, self->in.len);
+    self->discarding = false;
     buf_reset(&self->in);
     s_update_watches(self);
     size_t n = mcp_session_calls(self->session);
