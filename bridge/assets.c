@@ -19,6 +19,7 @@
 
 struct assets {
     char *dir;                      /* owned */
+    bool http;                      /* name assets by their HTTP path */
     size_t max_one;
     unsigned long long max_total;
 };
@@ -67,6 +68,18 @@ void assets_destroy(assets_t **self_p)
 const char *assets_dir(const assets_t *self)
 {
     return self->dir;
+}
+
+void assets_serve_http(assets_t *self, bool on)
+{
+    self->http = on;
+}
+
+char *assets_link(const assets_t *self, const char *id)
+{
+    if (self->http)
+        return xasprintf("/assets/%s", id);
+    return xasprintf("rat://assets/%s (file: %s/asset-%s)", id, self->dir, id);
 }
 
 /* "<32 hex>.<known ext>", nothing else. */

@@ -10,6 +10,7 @@
 #ifndef RAT_ASSETS_H
 #define RAT_ASSETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -30,6 +31,14 @@ typedef struct {
 assets_t *assets_new(const char *dir, size_t max_one, unsigned long long max_total);
 void assets_destroy(assets_t **self_p);
 const char *assets_dir(const assets_t *self);
+/* Whether the clients reach assets over HTTP (rat-py --http): then results
+ * name them by their path, /assets/<id>. Otherwise (stdio, the default) an
+ * HTTP path means nothing to the client, so they are named by what it can
+ * fetch: the MCP resource rat://assets/<id>, and the file. */
+void assets_serve_http(assets_t *self, bool on);
+/* How a run's result names asset id: "/assets/<id>" over HTTP, else
+ * "rat://assets/<id> (file: <dir>/asset-<id>)". Caller owns it. */
+char *assets_link(const assets_t *self, const char *id);
 /* The file extension for a MIME type we store ("png", ...), or NULL. */
 const char *assets_ext(const char *mime);
 /* Saves len bytes of mime under a fresh id (written to id_out). Returns 0,

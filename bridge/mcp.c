@@ -188,6 +188,8 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
     return self;
 }
 
+static json_object *s_error_object(int code, const char *message);
+
 static void s_call_free(mcp_call_t *call)
 {
     mcp_session_t *s = call->session;
@@ -218,6 +220,8 @@ static void s_call_free(mcp_call_t *call)
     free(call->method);
     free(call->tool);
     free(call);
+    if (s->ncalls == 0 && s->idle_fn)
+        s->idle_fn(s, s->idle_ud);
 }
 
 void mcp_session_destroy(mcp_session_t **self_p)
@@ -225,6 +229,7 @@ void mcp_session_destroy(mcp_session_t **self_p)
     if (!self_p || !*self_p)
         return;
     mcp_session_t *self = *self_p;
+    self->idle_fn = NULL;
     while (self->calls) {
         mcp_call_t *call = self->calls;
         mcp_cancel_fn *fn = call->cancel_fn;
@@ -277,6 +282,45 @@ bool mcp_session_client_has(const mcp_session_t *self, const char *capability)
 size_t mcp_session_calls(const mcp_session_t *self)
 {
     return self->ncalls;
+}
+
+void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud)
+{
+    self->idle_fn = fn;
+    self->idle_ud = ud;
+}
+
+bool mcp_session_can_request(const mcp_session_t *self)
+{
+    return !self->input_closed;
+}
+
+void mcp_session_input_closed(mcp_session_t *self)
+{
+    if (self->input_closed)
+        return;
+    self->input_closed = true;
+    /* One at a time from the list's head: a response function may finish its
+     * call, which abandons (and unlinks) that call's other requests. Only
+     * requests made before now are failed, so this ends. */
+    int64_t limit = self->next_request_id;
+    for (;;) {
+        mcp_pending_t **pp = &self->pending;
+        while (*pp && (*pp)->id >= limit)
+            pp = &(*pp)->next;
+        mcp_pending_t *p = *pp;
+        if (!p)
+            break;
+        *pp = p->next;
+        mcp_response_fn *fn = p->fn;
+        void *ud = p->ud;
+        free(p);
+        if (fn) {
+            json_object *err = s_error_object(JSONRPC_INTERNAL_ERROR, "the client closed its input before answering");
+            fn(ud, NULL, err);
+            json_object_put(err);
+        }
+    }
 }
 
 void *mcp_session_transport(const mcp_session_t *self)
@@ -583,7 +627,7 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
     call->tool = xstrdup(tool->tool.name);
     json_object *clean = NULL;
     char err[512];
-    if (schema_apply(tool->schema, args, !tool->tool.lenient_required, &clean, err, sizeof err) < 0) {
+    if (schema_apply(tool->schema, args, &clean, err, sizeof err) < 0) {
         /* Input validation failures are tool errors the model can correct
          * (MCP 2025-11-25, SEP-1303), not protocol errors. */
         char *text = xasprintf("%s: %s", tool->tool.name, err);
@@ -613,6 +657,23 @@ static void s_handle_cancelled(mcp_session_t *self, json_object *params)
     }
 }
 
+static json_object *s_error_object(int code, const char *message)
+{
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "code", json_object_new_int(code));
+    json_object_object_add(e, "message", json_object_new_string(message));
+    return e;
+}
+
+/* A JSON-RPC error object: {code: integer, message: string, ...}. */
+static bool s_error_shape_ok(json_object *error)
+{
+    json_object *code = NULL, *message = NULL;
+    return json_object_is_type(error, json_type_object) && json_object_object_get_ex(error, "code", &code) &&
+           json_object_is_type(code, json_type_int) && json_object_object_get_ex(error, "message", &message) &&
+           json_object_is_type(message, json_type_string);
+}
+
 static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
 {
     if (!json_object_is_type(m->id, json_type_int))
@@ -625,8 +686,22 @@ static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
             mcp_response_fn *fn = p->fn;
             void *ud = p->ud;
             free(p);
+            /* The reply is client input. Its handler is promised an object
+             * result, or an error object: anything else (a null result, which
+             * would read as "abandoned", a string, an error that is not an
+             * object) becomes an error object saying so. */
+            json_object *result = m->result, *error = m->error, *made = NULL;
+            bool has_result = json_object_object_get_ex(m->root, "result", NULL);
+            if (has_result && !json_object_is_type(result, json_type_object)) {
+                result = NULL;
+                error = made = s_error_object(JSONRPC_INVALID_REQUEST, "invalid response: \"result\" must be an object");
+            } else if (!has_result && !s_error_shape_ok(error)) {
+                error = made = s_error_object(JSONRPC_INVALID_REQUEST, "invalid response: \"error\" must be an "
+                                                                       "object with an integer code and a string message");
+            }
             if (fn)
-                fn(ud, m->result, m->error);
+                fn(ud, result, error);
+            json_object_put(made);
             return;
         }
     }

@@ -50,9 +50,15 @@ typedef void (mcp_method_fn)(mcp_call_t *call, json_object *params, void *ud);
 /* Called once when a call ends without a response; the call is freed right
  * after it returns, so drop every pointer to it. */
 typedef void (mcp_cancel_fn)(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud);
-/* Answer to a server->client request. On a transport or protocol failure
- * result is NULL and error holds the JSON-RPC error (or NULL when the request
- * was abandoned because its call or session ended). Both are borrowed. */
+/* Answer to a server->client request, called exactly once unless
+ * mcp_call_abandon_request drops it first. Exactly one of three forms:
+ * - result is a JSON object, error NULL: the client's result (its content
+ *   is untrusted client input: check every field's type before use);
+ * - result NULL, error a JSON-RPC error object ({code: int, message:
+ *   string}): the client's error, or one mcp made because the reply was
+ *   malformed (e.g. "result": null);
+ * - both NULL: abandoned, because its call or session is ending.
+ * Both are borrowed for the duration of the call. */
 typedef void (mcp_response_fn)(void *ud, json_object *result, json_object *error);
 /* Notified when a session finishes initialize (after the response is sent). */
 typedef void (mcp_session_fn)(mcp_session_t *session, void *ud);
@@ -76,7 +82,6 @@ typedef struct {
     const char *description;   /* one or two sentences for a model */
     const char *input_schema;  /* JSON text of an object schema */
     bool read_only, destructive, idempotent; /* annotations */
-    bool lenient_required;     /* "required" is advertised but the handler checks it */
     mcp_tool_fn *fn;
     void *ud;
 } mcp_tool_t;
@@ -139,6 +144,18 @@ void mcp_session_notify(mcp_session_t *self, const char *method, json_object *pa
 void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text);
 /* Number of calls in flight. */
 size_t mcp_session_calls(const mcp_session_t *self);
+/* fn (NULL to clear) runs each time the number of calls in flight drops to
+ * zero. It runs inside the finisher of the last call (mcp_call_text, a
+ * cancel...), with callers up the stack still using the session: it must not
+ * destroy the session; schedule that from the loop instead. */
+void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud);
+/* The client will send nothing more (stdin reached EOF). Each pending
+ * server->client request can never be answered: its response function runs
+ * now with an error object. Calls in flight go on and may still send.
+ * Afterwards mcp_session_can_request is false. */
+void mcp_session_input_closed(mcp_session_t *self);
+/* Whether a server->client request can still be answered. */
+bool mcp_session_can_request(const mcp_session_t *self);
 void *mcp_session_transport(const mcp_session_t *self);
 /* Opaque per-session slot for the application (not freed by mcp). */
 void mcp_session_set_user(mcp_session_t *self, void *user);

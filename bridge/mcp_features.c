@@ -183,15 +183,17 @@ static json_object *s_page(mcp_session_t *s, jsonrpc_msg_t *m, void *origin, con
     json_object *cur = NULL;
     if (m->params && json_object_object_get_ex(m->params, "cursor", &cur) && cur &&
         !json_object_is_type(cur, json_type_null)) {
-        const char *c = json_object_get_string(cur);
-        char *end = NULL;
-        unsigned long v = c ? strtoul(c, &end, 10) : 0;
-        if (!c || !*c || *end || !json_object_is_type(cur, json_type_string)) {
+        /* Cursors are the offsets we hand out: plain decimal digits. strtoul
+         * alone would take "-1" (as ULONG_MAX, and start + LIST_PAGE would
+         * wrap), " 5" or "+5"; nine digits keep the sum far from overflow. */
+        const char *c = json_object_is_type(cur, json_type_string) ? json_object_get_string(cur) : NULL;
+        size_t len = c ? strlen(c) : 0;
+        if (!c || len == 0 || len > 9 || strspn(c, "0123456789") != len) {
             json_object_put(arr);
             mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "invalid cursor");
             return NULL;
         }
-        start = v;
+        start = (size_t)strtoul(c, NULL, 10);
     }
     size_t n = json_object_array_length(arr);
     json_object *page = json_object_new_array();

@@ -98,6 +98,9 @@ struct mcp_session {
     size_t ncalls;
     mcp_pending_t *pending;       /* owned list of server->client requests */
     int64_t next_request_id;
+    bool input_closed;            /* the client can send nothing more */
+    mcp_session_fn *idle_fn;      /* called when ncalls drops to 0 */
+    void *idle_ud;
     long next_handle;
     void *user;
     char **subscriptions;         /* owned: resource URIs this client subscribed to */

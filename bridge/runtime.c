@@ -547,14 +547,17 @@ static void s_save_assets(runtime_exec_t *ex, json_object *data)
             bytes = bin;
         }
         char id[ASSETS_ID_MAX], err[256];
-        char line[400];
+        char *line;
         if (assets_put(store, mimes[i], bytes, blen, id, err, sizeof err) == 0) {
-            snprintf(line, sizeof line, "[%s: /assets/%s]", strcmp(mimes[i], "text/html") == 0 ? "html" : "image", id);
+            char *link = assets_link(store, id);
+            line = xasprintf("[%s: %s]", strcmp(mimes[i], "text/html") == 0 ? "html" : "image", link);
+            free(link);
             ex->assets++;
         } else {
-            snprintf(line, sizeof line, "[%s]", err);
+            line = xasprintf("[%s]", err);
         }
         output_write_block(ex->out, line, strlen(line));
+        free(line);
         free(bin);
     }
 }

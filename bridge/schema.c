@@ -95,8 +95,7 @@ static int s_check_value(const char *name, json_object *prop, json_object *v, ch
     return 0;
 }
 
-int schema_apply(json_object *schema, json_object *args, bool check_required, json_object **out, char *err,
-                 size_t errlen)
+int schema_apply(json_object *schema, json_object *args, json_object **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (args && !json_object_is_type(args, json_type_object)) {
@@ -140,7 +139,7 @@ int schema_apply(json_object *schema, json_object *args, bool check_required, js
             json_object_object_add(res, key, json_object_get(val));
         }
     }
-    if (check_required && required && json_object_is_type(required, json_type_array)) {
+    if (required && json_object_is_type(required, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(required); i++) {
             const char *name = json_object_get_string(json_object_array_get_idx(required, i));
             if (name && !json_object_object_get_ex(res, name, NULL)) {

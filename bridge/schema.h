@@ -15,9 +15,9 @@
 /* Validates args (an object, or NULL for none) against an object schema.
  * On success returns 0 and sets *out to a new object (caller owns it) holding
  * the arguments with nulls removed and defaults filled in. On failure returns
- * -1 and writes a one-line explanation into err. check_required=false skips
- * the "required" list (for tools whose handler checks alternatives itself). */
-int schema_apply(json_object *schema, json_object *args, bool check_required, json_object **out, char *err,
-                 size_t errlen);
+ * -1 and writes a one-line explanation into err. What the schema advertises
+ * is what is enforced (a client that validates with a JSON Schema library
+ * accepts exactly the calls this accepts, nulls aside). */
+int schema_apply(json_object *schema, json_object *args, json_object **out, char *err, size_t errlen);
 
 #endif

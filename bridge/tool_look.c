@@ -299,8 +299,8 @@ static void s_inspect_helper(void *ud, const char *text, const char *err)
     s_op_t *op = ud;
     json_object *r = text ? json_tokener_parse(text) : NULL;
     if (!r) {
-        if (err && !strcmp(err, "busy")) {
-            s_inspect_protocol(op); /* code started meanwhile */
+        if ((err && !strcmp(err, "busy")) || !runtime_has_helper(op->ctx->rt)) {
+            s_inspect_protocol(op); /* code started meanwhile, or no helper for this language */
             return;
         }
         char *msg = xasprintf("%s: %s", op->path, err ? err : "the helper gave no answer");
@@ -334,7 +334,15 @@ static void s_inspect(tools_ctx_t *ctx, mcp_call_t *call, const char *at)
     }
     s_op_t *op = s_op_new(ctx, call);
     op->path = xstrdup(at);
-    if (runtime_has_helper(ctx->rt) && runtime_idle(ctx->rt)) {
+    /* While the kernel starts (or is being attached to) its language, hence
+     * whether it has a helper, is not known yet: the helper call waits for
+     * readiness, and s_inspect_helper falls back to the protocol if there is
+     * no helper after all. Deciding now sent the first look after --existing
+     * to IPython's raw inspector. */
+    runtime_status_t st;
+    runtime_status(ctx->rt, &st);
+    bool starting = !strcmp(st.state, "starting") || !strcmp(st.state, "restarting");
+    if ((runtime_has_helper(ctx->rt) && runtime_idle(ctx->rt)) || starting) {
         runtime_call_helper(ctx->rt, "inspect", segs, s_inspect_helper, op);
     } else {
         s_inspect_protocol(op);

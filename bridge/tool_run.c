@@ -12,6 +12,7 @@
 #include "mem.h"
 #include "output.h"
 #include "textfmt.h"
+#include "tool_elicit.h"
 
 #define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
 #define NOTIFY_MAX (64u << 10)     /* bytes of one batch; the rest is summarized */
@@ -19,8 +20,9 @@
 
 static const char s_schema[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"code\":{\"type\":\"string\",\"description\":\"Code to execute in the persistent kernel.\"},"
-    "\"input\":{\"type\":\"string\",\"description\":\"Answer to a pending input() prompt (leave code out).\"},"
+    "\"code\":{\"type\":\"string\",\"description\":\"Code to execute in the persistent kernel "
+    "(\\\"\\\" when answering input).\"},"
+    "\"input\":{\"type\":\"string\",\"description\":\"Answer to a pending input() prompt, with code \\\"\\\".\"},"
     "\"allow_input\":{\"type\":\"boolean\",\"default\":true,\"description\":"
     "\"Let the code call input(); when false, input() raises.\"},"
     "\"wait\":{\"type\":\"number\",\"default\":25,\"minimum\":0,\"maximum\":3600,\"description\":"
@@ -38,6 +40,7 @@ typedef struct {
     double progress;
     long elicit;                   /* pending elicitation request handle, 0 if none */
     bool elicit_refused;           /* the client declined: fall back to text */
+    char *elicit_note;             /* what was wrong with the client's reply, or NULL */
 } s_follow_t;
 
 static void s_follow_free(s_follow_t *f)
@@ -47,6 +50,7 @@ static void s_follow_free(s_follow_t *f)
     loop_timer_cancel(f->ctx->loop, f->keepalive_timer);
     buf_free(&f->pending[0]);
     buf_free(&f->pending[1]);
+    free(f->elicit_note);
     free(f);
 }
 
@@ -181,8 +185,12 @@ static void s_input_text(s_follow_t *f, buf_t *b)
         buf_puts(b, "\n\n");
     buf_printf(b, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
     buf_put_json_str(b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
-    buf_printf(b, "\n⏳ exec #%ld waits: answer with run(input=\"...\") or stop it with ctl(op=\"cancel\")",
+    buf_printf(b, "\n⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\")",
                runtime_exec_number(f->ex));
+    if (f->elicit_note) {
+        buf_putc(b, '\n');
+        buf_puts(b, f->elicit_note);
+    }
 }
 
 static void s_end_with_input(s_follow_t *f)
@@ -195,23 +203,29 @@ static void s_end_with_input(s_follow_t *f)
     buf_free(&b);
 }
 
+/* The client's reply to elicitation/create (see mcp_response_fn: both NULL
+ * when the request was abandoned because the call is ending, which frees f
+ * right after). Whatever the client sent, the run is either answered or the
+ * call ends with INPUT REQUESTED, so nothing is left waiting on a reply that
+ * will not come. */
 static void s_on_elicit(void *ud, json_object *result, json_object *error)
 {
     s_follow_t *f = ud;
     f->elicit = 0;
     if (!result && !error)
         return; /* abandoned: the call ended */
-    json_object *action = NULL, *content = NULL, *value = NULL;
-    if (result && json_object_object_get_ex(result, "action", &action) &&
-        strcmp(json_object_get_string(action), "accept") == 0 &&
-        json_object_object_get_ex(result, "content", &content) &&
-        json_object_object_get_ex(content, "value", &value)) {
-        const char *v = json_object_get_string(value);
-        if (runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT && runtime_exec_answer(f->ex, v ? v : "") == 0)
-            return; /* keep following the same call */
-    }
-    /* Declined, cancelled or failed: answer the usual way. */
+    const char *value = NULL, *why = NULL;
+    tool_elicit_kind_t kind = tool_elicit_reply(result, error, &value, &why);
+    if (kind == TOOL_ELICIT_ACCEPT && runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT &&
+        runtime_exec_answer(f->ex, value) == 0)
+        return; /* keep following the same call */
+    /* Declined, cancelled, failed or invalid: answer the usual way, saying
+     * what was wrong with a reply that was not a plain refusal. */
     f->elicit_refused = true;
+    free(f->elicit_note);
+    f->elicit_note = tool_elicit_note(kind, why);
+    if (f->elicit_note)
+        log_warn("%s", f->elicit_note);
     if (runtime_exec_state(f->ex) == RUNTIME_EXEC_INPUT)
         s_end_with_input(f);
 }
@@ -223,21 +237,10 @@ static void s_on_input(void *ud, runtime_exec_t *ex)
     const char *prompt = runtime_exec_prompt(ex, &password);
     mcp_session_t *s = mcp_call_session(f->call);
     /* Form elicitation must not collect secrets (MCP spec), so password
-     * prompts always take the run(input=...) route. */
-    if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation")) {
+     * prompts always take the run(code="", input=...) route. */
+    if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation") && mcp_session_can_request(s)) {
         s_flush(f);
-        json_object *params = json_object_new_object();
-        char *msg = xasprintf("The running code asks for input: %s", prompt && *prompt ? prompt : "(no prompt)");
-        json_object_object_add(params, "message", json_object_new_string(msg));
-        free(msg);
-        json_object *schema = json_tokener_parse("{\"type\":\"object\",\"properties\":{\"value\":{\"type\":\"string\","
-                                                 "\"title\":\"Input\"}},\"required\":[\"value\"]}");
-        json_object *props = NULL, *value = NULL;
-        json_object_object_get_ex(schema, "properties", &props);
-        json_object_object_get_ex(props, "value", &value);
-        json_object_object_add(value, "description", json_object_new_string(prompt ? prompt : ""));
-        json_object_object_add(params, "requestedSchema", schema);
-        f->elicit = mcp_call_request(f->call, "elicitation/create", params, s_on_elicit, f);
+        f->elicit = tool_elicit_request(f->call, prompt, s_on_elicit, f);
         return;
     }
     s_end_with_input(f);
@@ -354,7 +357,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         return;
     }
     if (!has_code) {
-        mcp_call_text(call, "run: code is empty. Pass the code to execute, or input to answer a pending input().", true);
+        mcp_call_text(call, "run: code is empty. Pass the code to execute, or input (with code \"\") to answer a pending input().", true);
         return;
     }
     if (strlen(code) > TOOLS_MAX_CODE) {
@@ -368,7 +371,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         buf_init(&b, 0);
         buf_printf(&b, "INPUT PENDING: exec #%ld is waiting for input ", runtime_exec_number(cur));
         buf_put_json_str(&b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
-        buf_puts(&b, ". Answer it with run(input=\"...\") or stop it with ctl(op=\"cancel\"), then run new code.");
+        buf_puts(&b, ". Answer it with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\"), then run new code.");
         mcp_call_text(call, buf_str(&b), true);
         buf_free(&b);
         return;
@@ -381,7 +384,7 @@ const char *tools_instructions(void)
 {
     return "A live, persistent Jupyter kernel (Python by default); state survives between calls.\n"
            "- run(code): execute code; the result is the output, then a footer like `✓ 3ms | 2 vars` "
-           "(✗ on error). If it says INPUT REQUESTED, answer with run(input=\"...\"). Long runs return "
+           "(✗ on error). If it says INPUT REQUESTED, answer with run(code=\"\", input=\"...\"). Long runs return "
            "after `wait` seconds with `⏳ running`: follow with ctl(op=\"wait\") or stop with ctl(op=\"cancel\").\n"
            "- look(): the variables; look(at=\"x\") inspects x (drill down: data.scores.0, model.layers.0); "
            "look(code=\"math.sq\", cursor=7) completes.\n"
@@ -396,10 +399,9 @@ void tool_run_describe(mcp_tool_t *out)
         .title = "Run code",
         .description = "Execute code in the persistent kernel and return its output (stdout, stderr, the value "
                        "of the last expression, errors) with a status footer. Also answers a pending input() "
-                       "prompt when called with `input` instead of `code`.",
+                       "prompt when called with `input` (and `code` empty).",
         .input_schema = s_schema,
         .destructive = true,
-        .lenient_required = true,
     };
 }
 

@@ -605,7 +605,10 @@ static enum MHD_Result s_handle_route(transport_http_t *self, struct MHD_Connect
             continue;
         struct MHD_Response *resp;
         if (rep.fd >= 0) {
+            /* MHD owns (and closes) the fd only once the response exists. */
             resp = MHD_create_response_from_fd(rep.fd_size, rep.fd);
+            if (!resp)
+                close(rep.fd);
         } else {
             resp = MHD_create_response_from_buffer(rep.len, rep.body ? rep.body : (char *)"", MHD_RESPMEM_MUST_COPY);
         }

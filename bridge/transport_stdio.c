@@ -19,6 +19,11 @@
 #define OUT_DROP_NOTIFY (4u << 20)
 /* Past this much, we stop reading requests until the client catches up. */
 #define OUT_PAUSE_READ (16u << 20)
+/* After stdin's EOF, the longest we wait for calls in flight: no call may
+ * legitimately take longer (a run's wait is at most 3600 s); past it, a call
+ * that never ends (a stuck kernel) must not keep rat-py and its kernel alive
+ * with nobody left to ask. */
+#define EOF_DRAIN_MAX_MS ((3600 + 60) * 1000)
 
 struct transport_stdio {
     loop_t *loop;                 /* borrowed */
@@ -31,6 +36,9 @@ struct transport_stdio {
     buf_t out;                    /* queued output */
     size_t out_off;               /* bytes of `out` already written */
     bool eof;
+    bool eof_told;                /* on_eof has run */
+    uint64_t drained_timer;       /* pending s_on_drained, 0 if none */
+    uint64_t drain_limit_timer;   /* EOF_DRAIN_MAX_MS after EOF */
     unsigned long dropped;
     transport_stdio_eof_fn *on_eof;
     void *ud;
@@ -94,6 +102,68 @@ static void s_on_writable(loop_t *loop, void *ud, int revents)
     s_update_watches(self);
 }
 
+static void s_handle_line(transport_stdio_t *self, const char *line, size_t len);
+static void s_too_long(transport_stdio_t *self);
+
+/* From the loop: stdin is closed; tell the owner once no call is in flight. */
+static void s_on_drained(loop_t *loop, void *ud)
+{
+    transport_stdio_t *self = ud;
+    self->drained_timer = 0;
+    if (self->eof_told || mcp_session_calls(self->session) > 0)
+        return;
+    self->eof_told = true;
+    if (self->on_eof)
+        self->on_eof(self->ud);
+}
+
+/* EOF_DRAIN_MAX_MS after EOF: stop waiting for what is still in flight. */
+static void s_on_drain_limit(loop_t *loop, void *ud)
+{
+    transport_stdio_t *self = ud;
+    self->drain_limit_timer = 0;
+    if (self->eof_told)
+        return;
+    log_warn("stdin closed %d s ago and %zu call(s) are still unanswered; shutting down", EOF_DRAIN_MAX_MS / 1000,
+             mcp_session_calls(self->session));
+    self->eof_told = true;
+    if (self->on_eof)
+        self->on_eof(self->ud);
+}
+
+/* mcp_session_on_idle: runs inside the last call's finisher, so the check
+ * (and the owner's shutdown) is left to the loop. */
+static void s_on_idle(mcp_session_t *session, void *ud)
+{
+    transport_stdio_t *self = ud;
+    if (!self->drained_timer)
+        self->drained_timer = loop_timer(self->loop, 0, s_on_drained, self);
+}
+
+/* EOF (or a read error) on stdin: what was received is still answered. Calls
+ * in flight finish within their own bounds (a run's wait); a request to the
+ * client (elicitation) can no longer be answered and fails now. */
+static void s_input_ended(transport_stdio_t *self)
+{
+    self->eof = true;
+    /* A last line without its newline is still a message (and an
+     * over-long one still gets its error). */
+    if (self->discarding)
+        s_too_long(self);
+    else if (self->in.len)
+        s_handle_line(self, self->in.data, self->in.len);
+    self->discarding = false;
+    buf_reset(&self->in);
+    s_update_watches(self);
+    size_t n = mcp_session_calls(self->session);
+    if (n)
+        log_info("stdin closed: answering the %zu call%s in flight first", n, n == 1 ? "" : "s");
+    mcp_session_on_idle(self->session, s_on_idle, self);
+    mcp_session_input_closed(self->session);
+    s_on_idle(self->session, self);
+    self->drain_limit_timer = loop_timer(self->loop, EOF_DRAIN_MAX_MS, s_on_drain_limit, self);
+}
+
 static void s_handle_line(transport_stdio_t *self, const char *line, size_t len)
 {
     while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
@@ -129,10 +199,7 @@ static void s_on_readable(loop_t *loop, void *ud, int revents)
         if (n <= 0) {
             if (n < 0)
                 log_warn("stdin: %s", strerror(errno));
-            self->eof = true;
-            s_update_watches(self);
-            if (self->on_eof)
-                self->on_eof(self->ud);
+            s_input_ended(self);
             return;
         }
         size_t start = 0;
@@ -215,6 +282,8 @@ void transport_stdio_destroy(transport_stdio_t **self_p)
         return;
     transport_stdio_t *self = *self_p;
     mcp_session_destroy(&self->session);
+    loop_timer_cancel(self->loop, self->drained_timer);
+    loop_timer_cancel(self->loop, self->drain_limit_timer);
     loop_unwatch(self->loop, self->in_watch);
     loop_unwatch(self->loop, self->out_watch);
     if (self->in_flags >= 0)

@@ -15,7 +15,9 @@
 #define TRANSPORT_STDIO_MAX_LINE (16u << 20)
 
 typedef struct transport_stdio transport_stdio_t;
-/* Called once when stdin reaches EOF or fails. */
+/* Called once, from the loop, after stdin reached EOF (or failed) and every
+ * request received before it has been answered (or dropped by the client's
+ * notifications/cancelled), or an hour after EOF at the latest. */
 typedef void (transport_stdio_eof_fn)(void *ud);
 
 transport_stdio_t *transport_stdio_new(loop_t *loop, mcp_server_t *server, int in_fd, int out_fd,

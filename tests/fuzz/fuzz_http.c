@@ -6,8 +6,9 @@
  * schemas in front of harmless handlers (as in fuzz_mcp), and transport_http
  * on 127.0.0.1, port 0. Handlers: run's code "keep..." keeps the call open
  * (a log line and progress go out on its SSE stream first), "later..."
- * finishes it from a timer, "ask..." sends elicitation/create (the server's
- * request ids count from 1 in each session), "notify..." logs to the
+ * finishes it from a timer, "ask..." sends run's elicitation/create and reads
+ * the reply with run's tool_elicit_reply (the server's request ids count
+ * from 1 in each session), "notify..." logs to the
  * session's GET stream, "big..." logs 20 KiB before answering; anything else
  * is cleaned by the output module and echoed. look parses `at` with
  * lookpath, ctl echoes its op ("wait" finishes later). Routes /health and
@@ -51,6 +52,7 @@
  * FUZZ_HTTP_TRACE=1 in the environment prints what each connection received,
  * and the transport's debug log, e.g. for replay_http on one input. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -71,6 +73,7 @@
 #include "loop.h"
 #include "mcp.h"
 #include "mem.h"
+#include "tool_elicit.h"
 #include "transport_http.h"
 
 #define KEEP_MAX 8             /* calls held open at once (a ninth is answered at once) */
@@ -165,11 +168,27 @@ static void s_on_later(loop_t *loop, void *ud)
     s_finish(call, "done later");
 }
 
+/* The elicitation reply goes through what run uses: mcp's response
+ * dispatch, then tool_elicit_reply, the only code that reads it, and
+ * tool_elicit_note, which quotes what the client said back in the result. */
 static void s_on_answer(void *ud, json_object *result, json_object *error)
 {
+    mcp_call_t *call = ud;
     if (!result && !error)
         return; /* abandoned: the call is being freed */
-    s_finish(ud, result ? json_object_to_json_string(result) : "declined");
+    /* mcp_response_fn's contract, which run's handler relies on. */
+    FUZZ_ASSERT(result ? !error && json_object_is_type(result, json_type_object)
+                       : json_object_is_type(error, json_type_object));
+    const char *value = NULL, *why = NULL;
+    tool_elicit_kind_t kind = tool_elicit_reply(result, error, &value, &why);
+    FUZZ_ASSERT(kind == TOOL_ELICIT_ACCEPT ? value && !why : !value);
+    FUZZ_ASSERT(kind == TOOL_ELICIT_DECLINE ? !why : kind == TOOL_ELICIT_ACCEPT || why);
+    s_forget(call);
+    mcp_call_on_cancel(call, NULL, NULL);
+    char *note = tool_elicit_note(kind, why);
+    FUZZ_ASSERT((note != NULL) == (kind == TOOL_ELICIT_FAILED || kind == TOOL_ELICIT_INVALID));
+    mcp_call_text(call, value ? value : note ? note : "declined", kind != TOOL_ELICIT_ACCEPT);
+    free(note);
 }
 
 static bool s_later(mcp_call_t *call)
@@ -197,9 +216,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     if (strncmp(code, "later", 5) == 0 && s_later(call))
         return;
     if (strncmp(code, "ask", 3) == 0 && s_keep(call)) {
-        json_object *p = json_object_new_object();
-        json_object_object_add(p, "message", json_object_new_string(code));
-        mcp_call_request(call, "elicitation/create", p, s_on_answer, call);
+        tool_elicit_request(call, code, s_on_answer, call);
         return;
     }
     if (strncmp(code, "notify", 6) == 0)
@@ -238,11 +255,46 @@ static void s_route_health(void *ud, const char *path, http_reply_t *out)
     out->len = strlen(out->body);
 }
 
+/* Whether a descriptor of this process is the memfd named name. */
+static bool s_memfd_open(const char *name)
+{
+    char want[64];
+    snprintf(want, sizeof want, "/memfd:%s", name);
+    DIR *d = opendir("/proc/self/fd");
+    FUZZ_ASSERT(d);
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        char link[300], target[256];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            found = strncmp(target, want, strlen(want)) == 0;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static bool s_huge_served; /* /assets/huge.txt was asked for in this input */
+
 /* /assets/a.txt and /assets/p.html exist (served from a file, as assets
- * are); anything else is rat-py's asset 404. */
+ * are); /assets/huge.txt comes as a file MHD refuses (a size past
+ * INT64_MAX), which the transport must still close; anything else is
+ * rat-py's asset 404. */
 static void s_route_assets(void *ud, const char *path, http_reply_t *out)
 {
     const char *name = path + strlen("/assets/");
+    if (strcmp(name, "huge.txt") == 0) {
+        int fd = memfd_create("rat-fuzz-huge", MFD_CLOEXEC);
+        FUZZ_ASSERT(fd >= 0);
+        s_huge_served = true;
+        out->status = 200;
+        out->content_type = "text/plain";
+        out->fd = fd;
+        out->fd_size = (size_t)INT64_MAX + 1;
+        return;
+    }
     bool html = strcmp(name, "p.html") == 0;
     if (!html && strcmp(name, "a.txt") != 0) {
         out->status = 404;
@@ -843,6 +895,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int i = 0; i < KEEP_MAX; i++)
         FUZZ_ASSERT(s_kept[i].call == NULL);
+    if (s_huge_served) {
+        /* A reply's file is the transport's to close, sent or not. */
+        FUZZ_ASSERT(!s_memfd_open("rat-fuzz-huge"));
+        s_huge_served = false;
+    }
     for (int i = 0; i < in.nconns; i++) {
         if (s_trace)
             fprintf(stderr, "--- connection %d (%s%s):\n%s\n", i, in.conns[i].eof ? "closed by the server" : "held",

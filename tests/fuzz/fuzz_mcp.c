@@ -5,8 +5,10 @@
  * tools' own describe functions). The handlers stand in for the kernel: run
  * cleans its code through the output module, look parses `at` with lookpath,
  * ctl echoes its op; code starting with "keep" keeps the call open (so
- * cancellation and session teardown are exercised) and "ask" sends an
- * elicitation request the input may answer. Checked for every message the
+ * cancellation and session teardown are exercised) and "ask" sends run's own
+ * elicitation request (tool_elicit_request), whose reply the input may give:
+ * the reply goes through mcp's response dispatch and tool_elicit_reply, the
+ * code run's input() handler reads client replies with. Checked for every message the
  * session sends: it is one valid JSON-RPC 2.0 message in valid UTF-8 on one
  * line, and each input line gets exactly the responses its kind calls for. */
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include "buf.h"
 #include "fuzz_check.h"
 #include "fuzz_tools.h"
+#include "tool_elicit.h"
 #include "jsonrpc.h"
 #include "mcp.h"
 #include "mem.h"
@@ -47,14 +50,27 @@ static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
     s_forget(call);
 }
 
+/* The elicitation reply goes through what run uses: mcp's response
+ * dispatch, then tool_elicit_reply, the only code that reads it, and
+ * tool_elicit_note, which quotes what the client said back in the result. */
 static void s_on_answer(void *ud, json_object *result, json_object *error)
 {
     mcp_call_t *call = ud;
     if (!result && !error)
         return; /* abandoned: the call is being freed */
+    /* mcp_response_fn's contract, which run's handler relies on. */
+    FUZZ_ASSERT(result ? !error && json_object_is_type(result, json_type_object)
+                       : json_object_is_type(error, json_type_object));
+    const char *value = NULL, *why = NULL;
+    tool_elicit_kind_t kind = tool_elicit_reply(result, error, &value, &why);
+    FUZZ_ASSERT(kind == TOOL_ELICIT_ACCEPT ? value && !why : !value);
+    FUZZ_ASSERT(kind == TOOL_ELICIT_DECLINE ? !why : kind == TOOL_ELICIT_ACCEPT || why);
     s_forget(call);
     mcp_call_on_cancel(call, NULL, NULL);
-    mcp_call_text(call, result ? json_object_to_json_string(result) : "declined", false);
+    char *note = tool_elicit_note(kind, why);
+    FUZZ_ASSERT((note != NULL) == (kind == TOOL_ELICIT_FAILED || kind == TOOL_ELICIT_INVALID));
+    mcp_call_text(call, value ? value : note ? note : "declined", kind != TOOL_ELICIT_ACCEPT);
+    free(note);
 }
 
 static bool s_keep(mcp_call_t *call)
@@ -84,9 +100,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         return;
     }
     if (strncmp(code, "ask", 3) == 0 && s_keep(call)) {
-        json_object *p = json_object_new_object();
-        json_object_object_add(p, "message", json_object_new_string(code));
-        mcp_call_request(call, "elicitation/create", p, s_on_answer, call);
+        tool_elicit_request(call, code, s_on_answer, call);
         return;
     }
     fuzz_answer_output(call, code);

@@ -2,7 +2,7 @@
 // asset, eviction past --assets-max-mb, and a store that cannot be written.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { connect, run } from './lib.mjs';
 
@@ -10,12 +10,25 @@ test('stdio clients list and read assets as resources', async () => {
   const h = await connect();
   try {
     const r = await run(h, 'from IPython.display import display, HTML, SVG\ndisplay(HTML("<i>hi</i>"))\ndisplay(SVG(\'<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\'))');
-    assert.match(r.text, /^<IPython\.core\.display\.HTML object>\n\[html: \/assets\/[0-9a-f]{32}\.html\]\n<IPython\.core\.display\.SVG object>\n\[image: \/assets\/[0-9a-f]{32}\.svg\]\n\n✓ \d+ms \| \d+ vars? \| 2 assets$/);
+    // Over stdio an HTTP path means nothing: the result names the resource
+    // and the file, both of which this client can read.
+    const esc = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const dir = esc(path.join(h.dir, '.rat-assets'));
+    const re = new RegExp('^<IPython\\.core\\.display\\.HTML object>\\n' +
+      `\\[html: (rat://assets/([0-9a-f]{32}\\.html)) \\(file: (${dir}/asset-\\2)\\)\\]\\n` +
+      '<IPython\\.core\\.display\\.SVG object>\\n' +
+      `\\[image: (rat://assets/([0-9a-f]{32}\\.svg)) \\(file: (${dir}/asset-\\5)\\)\\]\\n` +
+      '\\n✓ \\d+ms \\| \\d+ vars? \\| 2 assets$');
+    const m = re.exec(r.text);
+    assert.ok(m, r.text);
+    assert.doesNotMatch(r.text, /\[(html|image): \/assets\//);
     const { resources } = await h.client.listResources();
     assert.equal(resources.length, 2);
-    const html = resources.find((x) => x.mimeType === 'text/html');
-    const read = await h.client.readResource({ uri: html.uri });
+    assert.deepEqual(resources.map((x) => x.uri).sort(), [m[1], m[4]].sort());
+    const read = await h.client.readResource({ uri: m[1] });
     assert.equal(read.contents[0].text, '<i>hi</i>');
+    assert.equal(readFileSync(m[3], 'utf8'), '<i>hi</i>');
+    assert.match(readFileSync(m[6], 'utf8'), /^<svg/);
     await assert.rejects(h.client.readResource({ uri: 'rat://assets/../../etc/passwd' }), /-32002/);
     await assert.rejects(h.client.readResource({ uri: 'file:///etc/passwd' }), /-32002/);
   } finally {

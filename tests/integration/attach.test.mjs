@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, run, ctl, until, alive } from './lib.mjs';
+import { connect, run, ctl, until, alive, rawServer } from './lib.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 
@@ -131,6 +131,36 @@ test('--allow-restart: the owner restarts the kernel on the same file; variables
   } finally {
     writeFileSync(stop, '');
     try { process.kill(-owner.pid, 'SIGKILL'); } catch { /* gone */ }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// The first look {at} right after attaching, before the kernel has answered
+// kernel_info, must go through rat-py's helper like every later one, not fall
+// back to IPython's raw inspector text (`Type: int / String form: 99`). A
+// client that starts rat-py per call (mcp2cli without a daemon) sends it at once.
+test('the first look {at} after attaching is answered by the helper', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-attach-'));
+  const k = await ownKernel(dir);
+  try {
+    jc(k.file, 'x = 99');
+    const srv = rawServer(['--existing', k.file]);
+    try {
+      srv.send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+      srv.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'look', arguments: { at: 'x' } } });
+      const first = (await srv.reply(1)).result;
+      srv.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'look', arguments: { at: 'x' } } });
+      const second = (await srv.reply(2)).result;
+      assert.equal(first.isError, false, first.content[0].text);
+      assert.doesNotMatch(first.content[0].text, /String form|Type:/, 'not the raw inspector text');
+      assert.equal(first.content[0].text, second.content[0].text);
+      assert.match(first.content[0].text, /^x: int = 99$/m);
+    } finally {
+      await srv.close();
+    }
+  } finally {
+    k.kill();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -60,10 +60,10 @@ test('stdin EOF: rat-py exits within 300 ms and no kernel is left', async () => 
   await srv.close();
 });
 
-test('stdin EOF in the middle of a run: still a prompt exit, kernel gone', async () => {
+test('stdin EOF in the middle of a run: answered when its wait ends, then a prompt exit, kernel gone', async () => {
   const srv = rawServer();
   await srv.initialize();
-  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; print(os.getpid(), flush=True); import time; time.sleep(60)' } } });
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; print(os.getpid(), flush=True); import time; time.sleep(60)', wait: 2 } } });
   let pid = 0;
   while (!pid) {
     const m = await srv.next();
@@ -71,9 +71,39 @@ test('stdin EOF in the middle of a run: still a prompt exit, kernel gone', async
   }
   const t0 = Date.now();
   srv.child.stdin.end();
+  const r = await srv.reply(1, ms(10_000));
+  assert.match(r.result.content[0].text, /⏳ running [\d.]+s \| exec #1\n/, 'the run received before EOF is answered');
   const ex = await srv.exited;
-  assert.ok(ex.at - t0 <= ms(300), `exited after ${ex.at - t0} ms`);
+  assert.ok(ex.at - t0 <= ms(2000 + 1000), `exited after ${ex.at - t0} ms`);
+  assert.equal(ex.code, 0);
   await until(() => !alive(pid), ms(300), 'the kernel to be gone');
+  await srv.close();
+});
+
+// `cat session.jsonl | rat-py`: everything arrives at once, then EOF, before
+// the kernel has even booted. Every request read before EOF is answered (the
+// last line has no newline), then rat-py exits and takes its kernel along.
+test('stdin EOF right after a whole session: every request is answered, then exit', async () => {
+  const srv = rawServer();
+  const lines = [
+    { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'cat', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; x = 41 + 1; print(os.getpid())' } } },
+    { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run', arguments: { code: 'print(x)' } } },
+    // input() would be elicited, but the client can no longer answer.
+    { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'run', arguments: { code: 'v = input("V: ")' } } },
+  ];
+  srv.child.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n'));
+  const r1 = await srv.reply(1, ms(30_000));
+  const pid = Number(/^(\d+)/.exec(r1.result.content[0].text)[1]);
+  const r2 = await srv.reply(2, ms(30_000));
+  assert.match(r2.result.content[0].text, /^42\n\n✓ /);
+  const r3 = await srv.reply(3, ms(30_000));
+  assert.match(r3.result.content[0].text, /^INPUT REQUESTED: "V: "/);
+  const ex = await srv.exited;
+  assert.equal(ex.code, 0);
+  assert.equal(srv.lines.length, 0, `nothing after the last answer: ${srv.lines.join('\n')}`);
+  await until(() => !alive(pid), ms(1000), 'the kernel to be gone');
   await srv.close();
 });
 

@@ -25,8 +25,8 @@ test('`mcp2cli py up` then the spec transcript (run and ctl) on one long-lived s
     assert.match(r.text, /^0\n1\n2\n\n✓ \d+ms \| 1 var$/);
     r = await py.tool('run', { code: 'name = input("Name: ")' });
     assert.match(r.text, /^INPUT REQUESTED: "Name: "/, 'no elicitation from the daemon: the text route');
-    // `py run --input '{"input":"Alice"}'`: mcp2cli sends the object as the arguments, no defaults.
-    const m = await py.request('tools/call', { name: 'run', arguments: { input: 'Alice' } });
+    // `py run --input '{"code":"","input":"Alice"}'`: mcp2cli sends the object as the arguments, no defaults.
+    const m = await py.request('tools/call', { name: 'run', arguments: { code: '', input: 'Alice' } });
     assert.match(m.result.content[0].text, /^✓ \d+ms \| 2 vars$/);
     r = await py.tool('ctl', { op: 'status' });
     assert.match(r.text, /^python idle \| exec #\d+ \| rev \d+ \| up \d+s\n/);

@@ -3,6 +3,7 @@
 // only ever carries JSON-RPC messages.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import Ajv from 'ajv';
 import { rawServer } from './lib.mjs';
 
 async function withServer(fn) {
@@ -134,6 +135,48 @@ test('tools/list: the schemas mcp2cli needs (code required and a plain string)',
   for (const t of tools) assert.ok(t.description.length > 20, `${t.name} has a description`);
 }));
 
+// What a schema-validating client (Ajv, as the SDKs and hosts use) lets
+// through must be exactly what the server takes: the server's own checks
+// answer "<tool>: missing required argument …", "unknown argument …" or
+// "argument '…' must …"; anything else (including a tool's own error, such as
+// "no input() is waiting") means the arguments were accepted.
+test('each tool accepts exactly the arguments its advertised schema allows (Ajv)', () => withServer(async (srv) => {
+  await srv.initialize('2025-06-18');
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const { tools } = (await srv.reply(1)).result;
+  const ajv = new Ajv({ strict: true, allErrors: true });
+  const validate = Object.fromEntries(tools.map((t) => [t.name, ajv.compile(t.inputSchema)]));
+  const cases = {
+    run: [
+      { code: 'x = 1' }, { code: 'x = 1', wait: 0.5, allow_input: false },
+      { code: '', input: 'a' }, // the answer to input(): what the server asks for
+      { input: 'a' }, {}, { code: 1 }, { code: 'x', wait: 5000 }, { code: 'x', wait: -1 },
+      { code: 'x', allow_input: 'yes' }, { code: 'x', extra: 1 },
+    ],
+    look: [{}, { at: 'x' }, { code: 'ma', cursor: 2 }, { cursor: 1.5 }, { at: 5 }, { nope: true }],
+    ctl: [{ op: 'status' }, { op: 'status', scope: 'all' }, {}, { op: 'nope' }, { op: 'status', scope: 'x' }],
+  };
+  let id = 10;
+  for (const [tool, list] of Object.entries(cases)) {
+    for (const args of list) {
+      srv.send({ jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: tool, arguments: args } });
+      const r = await srv.reply(id);
+      const text = r.result.content[0].text;
+      const refused = r.result.isError === true &&
+        new RegExp(`^${tool}: (missing required argument|unknown argument|argument ')`).test(text);
+      assert.equal(!refused, validate[tool](args),
+        `${tool} ${JSON.stringify(args)}: server ${refused ? 'refuses' : 'accepts'} (${text.split('\n')[0]}), ` +
+        `Ajv ${JSON.stringify(validate[tool].errors)}`);
+    }
+  }
+  // The texts that ask for an answer name a call the schema allows.
+  srv.send({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'run', arguments: { code: 'v = input("V: ")' } } });
+  const ask = (await srv.reply(99)).result.content[0].text;
+  const m = /answer with run\(code="", input="\.\.\."\)/.exec(ask);
+  assert.ok(m, ask);
+  assert.ok(validate.run({ code: '', input: '...' }));
+}));
+
 test('string ids and large integer ids are echoed exactly', () => withServer(async (srv) => {
   srv.send({ jsonrpc: '2.0', id: 'abc', method: 'ping' });
   assert.equal((await srv.reply('abc')).id, 'abc');
@@ -153,12 +196,60 @@ test('an over-long line is answered with an error and the server keeps serving',
   assert.deepEqual((await srv.reply(2)).result, {});
 }));
 
-test('every stdout line is a JSON-RPC message, even with noisy kernel output', () => withServer(async (srv) => {
-  await srv.initialize();
-  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os, sys\nos.write(1, b"raw fd1\\n"); os.write(2, b"raw fd2\\n")\nprint("x"); print("y", file=sys.stderr)' } } });
-  await srv.reply(1);
-  srv.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
-  await srv.reply(2);
-  // srv.next() JSON-parses every line; reaching here means all were JSON.
-  assert.ok(true);
+/** Throws unless m is one JSON-RPC 2.0 message from a server: a response
+ * (id, exactly one of an object result or an error {code: integer, message:
+ * string}), a notification (method, params an object, no id) or a request. */
+function checkJsonRpc(m) {
+  assert.equal(typeof m, 'object');
+  assert.ok(m && !Array.isArray(m), 'an object, not a batch');
+  assert.equal(m.jsonrpc, '2.0');
+  const keys = Object.keys(m);
+  if ('method' in m) {
+    assert.equal(typeof m.method, 'string');
+    if ('params' in m) assert.ok(m.params && typeof m.params === 'object' && !Array.isArray(m.params), 'params is an object');
+    if ('id' in m) assert.ok(typeof m.id === 'string' || Number.isInteger(m.id), 'a request id is a string or an integer');
+    for (const k of keys) assert.ok(['jsonrpc', 'id', 'method', 'params'].includes(k), `unexpected key ${k}`);
+    return m.id === undefined ? 'notification' : 'request';
+  }
+  assert.ok('id' in m, 'a response has an id');
+  assert.ok(('result' in m) !== ('error' in m), 'exactly one of result and error');
+  for (const k of keys) assert.ok(['jsonrpc', 'id', 'result', 'error'].includes(k), `unexpected key ${k}`);
+  if ('result' in m) {
+    assert.ok(typeof m.id === 'string' || Number.isInteger(m.id));
+    assert.ok(m.result && typeof m.result === 'object' && !Array.isArray(m.result), 'result is an object');
+  } else {
+    assert.ok(m.id === null || typeof m.id === 'string' || Number.isInteger(m.id));
+    assert.ok(Number.isInteger(m.error.code), 'error.code is an integer');
+    assert.equal(typeof m.error.message, 'string');
+  }
+  return 'response';
+}
+
+test('every stdout line is one JSON-RPC 2.0 message, even with noisy kernel output', () => withServer(async (srv) => {
+  await srv.initialize('2025-06-18');
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', _meta: { progressToken: 'p' }, arguments: { code: 'import os, sys\nos.write(1, b"raw fd1\\n"); os.write(2, b"raw fd2\\n")\nprint("x"); print("y", file=sys.stderr)' } } });
+  srv.send('not json');
+  srv.send({ jsonrpc: '2.0', id: 2, method: 'nope' });
+  srv.send({ jsonrpc: '2.0', id: 3, method: 'ping' });
+  const kinds = { response: [], notification: [], request: [] };
+  const seen = new Set();
+  // srv.next() fails on a line that is not JSON; each message is checked.
+  while (!(seen.has(1) && seen.has(2) && seen.has(3) && seen.has(null))) {
+    const m = await srv.next();
+    const kind = checkJsonRpc(m);
+    kinds[kind].push(m);
+    if (kind === 'response') seen.add(m.id);
+  }
+  const byId = Object.fromEntries(kinds.response.map((m) => [m.id, m]));
+  // ipykernel captures its fds too: the raw writes come back as output
+  // (interleaved with x and y in any order), inside messages.
+  assert.match(byId[1].result.content[0].text, /^[^]*x[^]*\n\n✓ \d+ms$/);
+  assert.equal(byId[null].error.code, -32700);
+  assert.equal(byId[2].error.code, -32601);
+  assert.deepEqual(byId[3].result, {});
+  assert.equal(kinds.request.length, 0);
+  for (const n of kinds.notification) assert.ok(['notifications/message', 'notifications/progress'].includes(n.method), n.method);
+  assert.ok(kinds.notification.some((n) => n.method === 'notifications/message' && /x/.test(n.params.data)), 'stdout streamed');
+  assert.ok(kinds.notification.some((n) => n.method === 'notifications/progress' && n.params.progressToken === 'p'), 'progress');
+  assert.equal(srv.lines.length, 0);
 }));

@@ -79,7 +79,7 @@ test('completion and inspect come from IRkernel', async () => {
 test('readline() asks for input; the answer continues the run', async () => {
   let r = await run(h, 'name <- readline("Name: "); cat("hi", name, "\\n")');
   assert.match(r.text, /^INPUT REQUESTED: "Name: "/);
-  r = await call(h, 'run', { input: 'Ada' });
+  r = await call(h, 'run', { code: '', input: 'Ada' });
   assert.match(r.text, /^hi Ada \n\n✓ /);
 });
 

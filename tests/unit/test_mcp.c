@@ -1,5 +1,6 @@
 /* Unit tests: JSON-RPC classification and the MCP session's dispatch, with
  * a transport that records what would be sent. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,22 +269,165 @@ static void test_schema_defaults_and_enum(void)
     json_object *out = NULL;
     char err[256];
     json_object *args = json_tokener_parse("{\"op\":\"c\"}");
-    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), -1);
+    CHECK_EQ_INT(schema_apply(schema, args, &out, err, sizeof err), -1);
     CHECK(strstr(err, "valid values: a, b") != NULL);
     json_object_put(args);
     args = json_tokener_parse("{\"op\":\"a\",\"w\":-1}");
-    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), -1);
+    CHECK_EQ_INT(schema_apply(schema, args, &out, err, sizeof err), -1);
     CHECK(strstr(err, "at least 0") != NULL);
     json_object_put(args);
     args = json_tokener_parse("{\"op\":\"b\"}");
-    CHECK_EQ_INT(schema_apply(schema, args, true, &out, err, sizeof err), 0);
+    CHECK_EQ_INT(schema_apply(schema, args, &out, err, sizeof err), 0);
     CHECK_EQ_STR(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN), "{\"op\":\"b\",\"w\":25}");
     json_object_put(out);
-    CHECK_EQ_INT(schema_apply(schema, NULL, false, &out, err, sizeof err), 0);
-    json_object_put(out);
-    CHECK_EQ_INT(schema_apply(schema, NULL, true, &out, err, sizeof err), -1);
+    CHECK_EQ_INT(schema_apply(schema, NULL, &out, err, sizeof err), -1);
+    CHECK(strstr(err, "missing required argument 'op'") != NULL);
     json_object_put(args);
     json_object_put(schema);
+}
+
+/* ---- replies to server->client requests are client input ---- */
+
+static int s_replies, s_abandoned;
+static char s_reply_seen[256];
+
+static void s_on_reply(void *ud, json_object *result, json_object *error)
+{
+    (void)ud;
+    if (!result && !error) {
+        s_abandoned++;
+        return;
+    }
+    s_replies++;
+    /* The contract of mcp_response_fn: an object result, or an error object. */
+    CHECK(result ? !error && json_object_is_type(result, json_type_object) : json_object_is_type(error, json_type_object));
+    snprintf(s_reply_seen, sizeof s_reply_seen, "%s",
+             json_object_to_json_string_ext(result ? result : error, JSON_C_TO_STRING_PLAIN));
+}
+
+static int s_idle;
+static void s_on_idle_count(mcp_session_t *session, void *ud)
+{
+    (void)session;
+    (void)ud;
+    s_idle++;
+}
+
+static void s_ask_tool(mcp_call_t *call, json_object *args, void *ud)
+{
+    s_held = call;
+    mcp_call_request(call, "elicitation/create", json_object_new_object(), s_on_reply, NULL);
+}
+
+static void test_malformed_replies_become_errors(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
+    mcp_tool_t t = {.name = "ask", .description = "Asks the client.", .input_schema = "{\"type\":\"object\"}", .fn = s_ask_tool};
+    mcp_server_add_tool(srv, &t);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    static const struct {
+        const char *reply; /* %d: the request id */
+        const char *seen;
+    } cases[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{\"action\":null}}", "{\"action\":null}"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":null}", "\"result\\\" must be an object"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":\"accept\"}", "\"result\\\" must be an object"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":%d,\"error\":null}", "\"error\\\" must be an object"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":%d,\"error\":{\"code\":\"x\",\"message\":1}}", "\"error\\\" must be an object"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":%d,\"error\":{\"code\":-1,\"message\":\"no\"}}", "{\"code\":-1,\"message\":\"no\"}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"}}",
+                 100 + (int)i);
+        s_feed(s, line);
+        snprintf(line, sizeof line, cases[i].reply, (int)i + 1);
+        int before = s_replies;
+        s_reply_seen[0] = '\0';
+        s_feed(s, line);
+        CHECK_EQ_INT(s_replies, before + 1);
+        CHECK(strstr(s_reply_seen, cases[i].seen) != NULL);
+        mcp_call_text(s_held, "done", false);
+    }
+    CHECK_EQ_INT(s_abandoned, 0);
+
+    /* stdin closed: a pending request fails now (it can never be answered),
+     * the call goes on; the idle hook runs when the last call ends. */
+    s_idle = 0;
+    mcp_session_on_idle(s, s_on_idle_count, NULL);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":200,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"}}");
+    CHECK(mcp_session_can_request(s));
+    int before = s_replies;
+    mcp_session_input_closed(s);
+    CHECK_EQ_INT(s_replies, before + 1);
+    CHECK(strstr(s_reply_seen, "closed its input") != NULL);
+    CHECK(!mcp_session_can_request(s));
+    CHECK_EQ_INT(mcp_session_calls(s), 1);
+    CHECK_EQ_INT(s_idle, 0);
+    mcp_call_text(s_held, "done", false);
+    CHECK_EQ_INT(s_idle, 1);
+    CHECK_EQ_INT(s_abandoned, 0);
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
+    s_sink_clear(&sink);
+}
+
+/* resources/list pages by 100 with a decimal offset cursor; anything else is
+ * -32602 (strtoul alone took "-1" and wrapped). */
+static void s_list_150(json_object *arr, void *ud)
+{
+    (void)ud;
+    for (int i = 0; i < 150; i++) {
+        char uri[32];
+        snprintf(uri, sizeof uri, "x://%d", i);
+        json_object *r = json_object_new_object();
+        json_object_object_add(r, "uri", json_object_new_string(uri));
+        json_object_object_add(r, "name", json_object_new_string(uri));
+        json_object_array_add(arr, r);
+    }
+}
+
+static bool s_read_none(mcp_call_t *call, const char *uri, void *ud)
+{
+    return false;
+}
+
+static void test_resource_cursor(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
+    mcp_server_set_resource_provider(srv, s_list_150, s_read_none, NULL);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    s_sink_clear(&sink);
+    static const char *bad[] = {"-1", "-100", " 100", "+100", "1e2", "0x10", "", "100 ", "18446744073709551615",
+                                "9999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\",\"params\":{\"cursor\":\"%s\"}}",
+                 bad[i]);
+        s_feed(s, line);
+        CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+        s_sink_clear(&sink);
+    }
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\",\"params\":{\"cursor\":5}}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/list\"}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"nextCursor\":\"100\"") && strstr(sink.msgs[0], "x://99\"") &&
+          !strstr(sink.msgs[0], "x://100\""));
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/list\",\"params\":{\"cursor\":\"100\"}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "x://149\"") && !strstr(sink.msgs[0], "x://99\"") &&
+          !strstr(sink.msgs[0], "nextCursor"));
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/list\",\"params\":{\"cursor\":\"999999999\"}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resources\":[]") && !strstr(sink.msgs[0], "nextCursor"));
+    s_sink_clear(&sink);
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
 }
 
 int main(void)
@@ -293,5 +437,7 @@ int main(void)
     RUN_CASE(test_session_lifecycle);
     RUN_CASE(test_cancellation_and_progress);
     RUN_CASE(test_schema_defaults_and_enum);
+    RUN_CASE(test_malformed_replies_become_errors);
+    RUN_CASE(test_resource_cursor);
     return check_report("test_mcp");
 }
