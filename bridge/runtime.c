@@ -1009,7 +1009,7 @@ static void s_cancel_settle(runtime_t *self, runtime_exec_t *ex)
         self->barrier_tries = 0;
         s_barrier_send(self);
     }
-    if (ex->cancellers && ex->detached && !ex->claimed)
+    if (ex->cancellers && v != RUNTIME_CANCEL_ENDED && ex->detached && !ex->claimed)
         ex->detached = false; /* its end is reported by the cancel: ctl wait has nothing left to give */
     while (ex->cancellers) {
         s_canceller_t *c = ex->cancellers;

@@ -117,7 +117,7 @@ static void s_cancel_verdict(void *ud, runtime_exec_t *ex, runtime_cancel_verdic
                                     "finished it; the queue moves on)", n);
         break;
     case RUNTIME_CANCEL_ENDED:
-        snprintf(text, sizeof text, "NOT CANCELLED: exec #%ld ended before the interrupt arrived (%s); "
+        snprintf(text, sizeof text, "NOT CANCELLED: exec #%ld ended on its own (%s): it finished before the interrupt arrived, or caught it; "
                                     "ctl(op=\"wait\") or its run call has its result",
                  n, runtime_exec_outcome(ex) == RUNTIME_OK ? "✓" : "✗");
         break;

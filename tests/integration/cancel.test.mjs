@@ -7,7 +7,7 @@ import { connect, run, ctl, kernelPid, ms } from './lib.mjs';
 
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 // Every answer a cancel may give, each saying what really happened.
-const VERDICT = /^(CANCELLED exec #\d+(: lost by the kernel after an interrupt .*)?|CANCELLED before it started|NOT CANCELLED: exec #\d+ ended before the interrupt arrived .*|No active execution\.)$/;
+const VERDICT = /^(CANCELLED exec #\d+(: lost by the kernel after an interrupt .*)?|CANCELLED before it started|NOT CANCELLED: exec #\d+ ended on its own .*|No active execution\.)$/;
 
 test('run, cancel at once, run: the queue never wedges (ipykernel drops a request interrupted while it dispatches)', async () => {
   const h = await connect();
@@ -45,6 +45,66 @@ test('a cancel while the kernel starts drops the queued run, it never runs', asy
     const after = await run(h, 'print("next")');
     assert.match(after.text, /^next\n\n✓ /);
     assert.match((await ctl(h, 'status')).text, /^python idle \| exec #1 /);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a cancel of a SIGSTOPped kernel says what really happened', async () => {
+  const h = await connect();
+  let pid = 0;
+  try {
+    pid = await kernelPid(h);
+    const r = await run(h, "import time; time.sleep(2); print('ran to end')", { wait: 1 });
+    assert.match(r.text, /^⏳ running/);
+    process.kill(pid, 'SIGSTOP');
+    await sleep(1500); // the sleep is over while the kernel is stopped
+    const c = await ctl(h, 'cancel');
+    const w = await ctl(h, 'wait');
+    if (/^CANCELLED exec #1$/.test(c.text)) {
+      // Interrupted: the cancel reported the end, nothing ran to its end.
+      assert.equal(w.text, 'Nothing to wait for: no run is in progress.');
+    } else {
+      assert.match(c.text, /^NOT CANCELLED: exec #1 ended on its own \(✓\)/);
+      assert.match(w.text, /^ran to end\n\n✓ /);
+    }
+    const after = await run(h, 'print("next")');
+    assert.match(after.text, /^next\n(.*\n)*\n✓ /);
+  } finally {
+    if (pid) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
+    await h.close();
+  }
+});
+
+test('code that survives the interrupt: the cancel says it was not cancelled, and the result is still there', async () => {
+  const h = await connect();
+  try {
+    const code = "import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    pass\nprint('ran to end')";
+    const r = await run(h, code, { wait: 0.5 });
+    assert.match(r.text, /^⏳ running/);
+    const c = await ctl(h, 'cancel');
+    assert.equal(c.text, 'NOT CANCELLED: exec #1 ended on its own (✓): it finished before the interrupt arrived, or caught it; ctl(op="wait") or its run call has its result');
+    const w = await ctl(h, 'wait');
+    assert.match(w.text, /^ran to end\n\n✓ /);
+    const after = await run(h, 'print("next")');
+    assert.match(after.text, /^next\n\n✓ /);
+  } finally {
+    await h.close();
+  }
+});
+
+test('ctl wait after a cancel follows the run that is going, not the cancelled one (issue 11 item 6)', async () => {
+  const h = await connect();
+  try {
+    const r1 = await run(h, 'import time; time.sleep(60)', { wait: 1 });
+    assert.match(r1.text, /^⏳ running/);
+    const c = await ctl(h, 'cancel');
+    assert.equal(c.text, 'CANCELLED exec #1');
+    const r2 = await run(h, "import time\nfor i in range(3):\n    print('loop', i, flush=True)\n    time.sleep(1)", { wait: 0.5 });
+    assert.match(r2.text, /^(loop 0\n\n)?⏳ running/);
+    const w = await ctl(h, 'wait');
+    assert.match(w.text, /loop 2\n\n✓ /);
+    assert.doesNotMatch(w.text, /KeyboardInterrupt/);
   } finally {
     await h.close();
   }
