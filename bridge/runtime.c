@@ -37,6 +37,11 @@
 #define LOST_UNACKED_MS 2000       /* no busy status for a run this long: check it */
 #define LOST_PROBES_MAX 3          /* probes in flight per run (one may be lost to the signal) */
 #define BARRIER_TRIES 4            /* kernel_info_requests that hold the queue after an interrupt */
+/* Every request a caller waits for is answered within a bound, whatever the
+ * kernel does (stopped, or holding the interpreter in a long C call). */
+#define QUERY_TIMEOUT_MS 3000      /* completion, inspection */
+#define HELPER_TIMEOUT_MS 10000    /* helper calls (an R overview can be slow) */
+#define RESET_TIMEOUT_MS 5000      /* as long as cancel waits */
 
 typedef enum { ST_STARTING, ST_READY, ST_FAILED } s_kstate_t;
 
@@ -96,6 +101,8 @@ typedef struct s_req {
     bool capture, got_reply, got_idle;
     int retries;                   /* resends after an abort */
     uint64_t resend_timer;
+    uint64_t deadline_timer;       /* the caller gets an error then; a later reply is ignored */
+    int64_t sent_ms;
     buf_t out;                     /* captured stdout */
     char *error;                   /* owned: the execution's error text, if any */
     json_object *reply_content;    /* owned reference: the execute_reply content */
@@ -367,11 +374,59 @@ static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id
 {
     s_req_t *r = xcalloc(1, sizeof *r);
     r->rt = self;
+    r->sent_ms = loop_now_ms();
     memcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->kind = kind;
     r->next = self->reqs;
     self->reqs = r;
     return r;
+}
+
+/* The caller of r waited long enough: tell it why, and forget it (the
+ * request stays listed, so a late reply still updates what it should). */
+static void s_req_deadline(loop_t *loop, void *ud)
+{
+    s_req_t *r = ud;
+    runtime_t *self = r->rt;
+    r->deadline_timer = 0;
+    bool hb = self->kernel && kernel_heartbeat_ok(self->kernel);
+    int64_t age = loop_now_ms() - r->sent_ms;
+    if (r->kind == REQ_HELPER && hb && age < HELPER_TIMEOUT_MS) {
+        /* A live kernel may take a while over a helper call; a silent one
+         * will not answer at all. */
+        r->deadline_timer = loop_timer(loop, QUERY_TIMEOUT_MS, s_req_deadline, r);
+        return;
+    }
+    char why[400];
+    snprintf(why, sizeof why, "%sthe kernel did not answer within %lld s (%s)",
+             r->kind == REQ_RESET ? "reset not confirmed: " : "",
+             (long long)((age + 500) / 1000),
+             !hb ? "unresponsive: no heartbeat — stopped, or blocked outside Python; ctl restart replaces it"
+             : self->current ? "busy: the running code holds the interpreter, e.g. a long call in C"
+                             : "busy");
+    if (r->kind == REQ_RESET) {
+        self->rev++;
+        snprintf(why + strlen(why), sizeof why - strlen(why),
+                 "; the reset is still queued in the kernel and happens when it resumes");
+    }
+    runtime_done_fn *done = r->done;
+    runtime_reply_fn *reply = r->reply;
+    runtime_text_fn *text = r->text;
+    void *cb_ud = r->ud;
+    r->done = NULL;
+    r->reply = NULL;
+    r->text = NULL;
+    if (done)
+        done(cb_ud, false, why);
+    else if (reply)
+        reply(cb_ud, NULL, why);
+    else if (text)
+        text(cb_ud, NULL, why);
+}
+
+static void s_req_bound(s_req_t *r, int64_t ms)
+{
+    r->deadline_timer = loop_timer(r->rt->loop, ms, s_req_deadline, r);
 }
 
 static void s_req_free(s_req_t *r)
@@ -381,6 +436,7 @@ static void s_req_free(s_req_t *r)
     free(r->arg);
     if (r->resend_timer)
         loop_timer_cancel(r->rt->loop, r->resend_timer);
+    loop_timer_cancel(r->rt->loop, r->deadline_timer);
     free(r->error);
     json_object_put(r->reply_content);
     free(r);
@@ -1209,6 +1265,7 @@ static void s_do_reset(runtime_t *self, bool all, runtime_done_fn *done, void *u
     r->done = done;
     r->ud = ud;
     r->all = all;
+    s_req_bound(r, RESET_TIMEOUT_MS);
 }
 
 static void s_on_ready(void *ud, kernel_t *k, json_object *info)
@@ -1858,6 +1915,10 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     out->spare = !self->want_spare ? NULL : self->spare_ready ? "ready" : self->spare ? "starting" : "none";
     out->spare_pid = self->spare ? kernel_pid(self->spare) : 0;
     out->boot_ms = self->kernel ? kernel_boot_ms(self->kernel) : 0;
+    out->reset_ms = -1;
+    for (s_req_t *r = self->reqs; r; r = r->next)
+        if (r->kind == REQ_RESET)
+            out->reset_ms = loop_now_ms() - r->sent_ms;
     if (self->kernel)
         kernel_stats(self->kernel, &out->wire);
 }
@@ -1935,6 +1996,7 @@ void runtime_query(runtime_t *self, const char *msg_type, const char *content, r
     s_req_t *r = s_req_add(self, REQ_QUERY, id);
     r->reply = cb;
     r->ud = ud;
+    s_req_bound(r, QUERY_TIMEOUT_MS);
     p->reply = NULL;
     s_pending_free(p);
 }
@@ -1975,6 +2037,7 @@ void runtime_call_helper(runtime_t *self, const char *fn, const char *json_arg, 
     }
     r->text = cb;
     r->ud = ud;
+    s_req_bound(r, QUERY_TIMEOUT_MS);
     p->text = NULL;
     s_pending_free(p);
 }

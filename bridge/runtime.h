@@ -88,6 +88,7 @@ typedef struct {
     const char *spare;         /* "ready", "starting", "none", or NULL without --spare */
     pid_t spare_pid;
     int64_t boot_ms;
+    int64_t reset_ms;          /* age of a reset the kernel has not confirmed yet, -1 if none */
     kconn_stats_t wire;
 } runtime_status_t;
 

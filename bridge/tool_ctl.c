@@ -176,6 +176,8 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
     }
     if (st.queued)
         buf_printf(b, " | %zu queued", st.queued);
+    if (st.reset_ms >= 0)
+        buf_printf(b, " | reset pending %llds", (long long)(st.reset_ms / 1000));
     buf_puts(b, "\n\n");
     if (st.attached)
         buf_printf(b, "kernel: attached via %s", st.connection_file ? st.connection_file : "?");

@@ -3,7 +3,7 @@
 // started, a stopped kernel, ctl wait after a cancel.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, kernelPid, ms } from './lib.mjs';
+import { connect, run, ctl, call, kernelPid, ms } from './lib.mjs';
 
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 // Every answer a cancel may give, each saying what really happened.
@@ -106,6 +106,38 @@ test('ctl wait after a cancel follows the run that is going, not the cancelled o
     assert.match(w.text, /loop 2\n\n✓ /);
     assert.doesNotMatch(w.text, /KeyboardInterrupt/);
   } finally {
+    await h.close();
+  }
+});
+
+test('a stopped kernel: reset, look and completion answer within a bound, and status shows the reset', async () => {
+  const h = await connect();
+  let pid = 0;
+  try {
+    await run(h, 'x = 5');
+    pid = await kernelPid(h);
+    process.kill(pid, 'SIGSTOP');
+    let t0 = Date.now();
+    const reset = ctl(h, 'reset');
+    await sleep(300);
+    assert.match((await ctl(h, 'status')).text, /^python idle \| exec #1 \| .* \| reset pending \ds/);
+    const rs = await reset;
+    assert.ok(Date.now() - t0 < ms(8000), `reset answered after ${Date.now() - t0} ms`);
+    assert.equal(rs.isError, true);
+    assert.match(rs.text, /^reset not confirmed: the kernel did not answer within 5 s \(.*\); the reset is still queued in the kernel and happens when it resumes$/);
+    t0 = Date.now();
+    const [at, comp] = await Promise.all([call(h, 'look', { at: 'x' }), call(h, 'look', { code: 'pri', cursor: 3 })]);
+    assert.ok(Date.now() - t0 < ms(6000), `look answered after ${Date.now() - t0} ms`);
+    assert.equal(at.isError, true);
+    assert.match(at.text, /^x: the kernel did not answer within \d+ s/);
+    assert.match(comp.text, /^look: completion failed: the kernel did not answer within 3 s/);
+    process.kill(pid, 'SIGCONT');
+    // The reset was queued in the kernel: it happens once the kernel resumes.
+    const r = await run(h, 'print("x" in globals())');
+    assert.match(r.text, /^False\n\n✓ /);
+    assert.doesNotMatch((await ctl(h, 'status')).text, /reset pending/);
+  } finally {
+    if (pid) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
     await h.close();
   }
 });
