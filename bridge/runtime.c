@@ -1284,6 +1284,9 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
     self->kstate = ST_READY;
     json_object_put(self->snapshot);
     self->snapshot = NULL;
+    /* A new kernel counts from 0 (an attached one: unknown until its first run). */
+    self->exec_count = 0;
+    self->snapshot_exec = 0;
     self->rev++;
     self->vars = self->lang ? 0 : -1;
     if (self->lang && self->lang->install && !self->helper_preinstalled) {

@@ -3,7 +3,7 @@
 // started, a stopped kernel, ctl wait after a cancel.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, call, kernelPid, ms } from './lib.mjs';
+import { connect, run, ctl, call, kernelPid, until, ms } from './lib.mjs';
 
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 // Every answer a cancel may give, each saying what really happened.
@@ -141,3 +141,21 @@ test('a stopped kernel: reset, look and completion answer within a bound, and st
     await h.close();
   }
 });
+
+for (const spare of [false, true]) {
+  test(`the execution counter starts again after a restart${spare ? ' (spare swap)' : ''}`, async () => {
+    const h = await connect({ args: spare ? ['--spare'] : [] });
+    try {
+      for (let i = 0; i < 3; i++) await run(h, `v${i} = ${i}`);
+      if (spare) await until(async () => /spare kernel: ready/.test((await ctl(h, 'status')).text), ms(30000), 'the spare');
+      assert.match((await ctl(h, 'restart')).text, /^RESTARTED/);
+      assert.match((await ctl(h, 'status')).text, /^python idle \| exec #0 /);
+      assert.match((await call(h, 'look', {})).text, /^python idle \| 0 vars \| exec #0\n/);
+      const r = await run(h, '1 + 1');
+      assert.match(r.text, /^2\n\n✓ /);
+      assert.match((await ctl(h, 'status')).text, /^python idle \| exec #1 /);
+    } finally {
+      await h.close();
+    }
+  });
+}
