@@ -139,6 +139,10 @@ void mcp_session_notify(mcp_session_t *self, const char *method, json_object *pa
 void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text);
 /* Number of calls in flight. */
 size_t mcp_session_calls(const mcp_session_t *self);
+/* Whether a call that came with this origin may still send its response
+ * (false once it was answered, cancelled by the client or forgotten): a
+ * transport ends the origin's stream when nothing more will come. */
+bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin);
 void *mcp_session_transport(const mcp_session_t *self);
 /* Opaque per-session slot for the application (not freed by mcp). */
 void mcp_session_set_user(mcp_session_t *self, void *user);

@@ -85,6 +85,7 @@ struct runtime_exec {
     bool has_obs;
     bool claimed;                  /* a caller follows it (started it or picked it up) */
     bool detached;                 /* its caller left before it finished */
+    uintptr_t owner;               /* who started it; 0: anyone */
     uint64_t snapshot_timer;
     uint64_t input_timer;          /* INPUT_SETTLE_MS before telling the observer */
     runtime_exec_t *next;          /* in runtime->execs, oldest first */
@@ -1704,9 +1705,11 @@ runtime_exec_t *runtime_current(runtime_t *self)
     return self->current;
 }
 
-runtime_exec_t *runtime_detached(runtime_t *self)
+runtime_exec_t *runtime_detached(runtime_t *self, uintptr_t owner)
 {
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
+        if (ex->state == RUNTIME_EXEC_INPUT && ex->owner && ex->owner != owner)
+            continue; /* its prompt and output are its owner's */
         if (ex->detached && !ex->claimed) {
             ex->claimed = true;
             ex->detached = false;
@@ -2074,6 +2077,16 @@ int runtime_exec_claim(runtime_exec_t *ex)
     ex->claimed = true;
     ex->detached = false;
     return 0;
+}
+
+void runtime_exec_set_owner(runtime_exec_t *ex, uintptr_t owner)
+{
+    ex->owner = owner;
+}
+
+uintptr_t runtime_exec_owner(const runtime_exec_t *ex)
+{
+    return ex->owner;
 }
 
 runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex)

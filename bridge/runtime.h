@@ -111,8 +111,10 @@ runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_in
 /* The running execution (or the one waiting for input), else NULL. */
 runtime_exec_t *runtime_current(runtime_t *self);
 /* Claims the oldest execution whose caller stopped following it before it
- * finished (ctl wait picks it up); NULL when there is none. */
-runtime_exec_t *runtime_detached(runtime_t *self);
+ * finished (ctl wait picks it up), skipping those waiting for an input()
+ * answer from an owner other than owner (see runtime_exec_set_owner); NULL
+ * when there is none. */
+runtime_exec_t *runtime_detached(runtime_t *self, uintptr_t owner);
 /* What a cancel did to the run it was aimed at, known once that run ended. */
 typedef enum {
     RUNTIME_CANCEL_INTERRUPTED, /* it stopped on the interrupt (KeyboardInterrupt, the kernel's abort) */
@@ -178,6 +180,10 @@ void runtime_exec_release(runtime_exec_t *ex, bool detach);
 /* Claims a detached execution for a new follower. Returns -1 when another
  * caller follows it already. */
 int runtime_exec_claim(runtime_exec_t *ex);
+/* Who started ex (the MCP session, as a number compared, never used as a
+ * pointer; 0: anyone). Only the owner answers its input() prompts. */
+void runtime_exec_set_owner(runtime_exec_t *ex, uintptr_t owner);
+uintptr_t runtime_exec_owner(const runtime_exec_t *ex);
 runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex);
 runtime_outcome_t runtime_exec_outcome(const runtime_exec_t *ex);
 output_t *runtime_exec_output(runtime_exec_t *ex);

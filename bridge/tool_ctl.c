@@ -258,9 +258,15 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
                            "ctl(op=\"restart\") ends it", true);
         }
     } else if (strcmp(op, "wait") == 0) {
-        runtime_exec_t *ex = runtime_detached(ctx->rt);
+        runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_call_session(call));
         if (!ex) {
             runtime_exec_t *cur = runtime_current(ctx->rt);
+            if (cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT && runtime_exec_owner(cur) &&
+                runtime_exec_owner(cur) != (uintptr_t)mcp_call_session(call)) {
+                mcp_call_text(call, "Nothing to wait for: the running code waits for input() from the session that "
+                                    "started it.", false);
+                return;
+            }
             mcp_call_text(call, cur ? "Nothing to wait for: the running code is already being followed by another call."
                                     : "Nothing to wait for: no run is in progress.", false);
             return;
