@@ -36,6 +36,7 @@
 #define LOST_PROBE_MS 500
 #define LOST_UNACKED_MS 2000       /* no busy status for a run this long: check it */
 #define LOST_PROBES_MAX 3          /* probes in flight per run (one may be lost to the signal) */
+#define INTERRUPT_SPACING_MS 1000  /* a cancel repeated sooner adds no second signal */
 #define BARRIER_TRIES 4            /* kernel_info_requests that hold the queue after an interrupt */
 /* Every request a caller waits for is answered within a bound, whatever the
  * kernel does (stopped, or holding the interpreter in a long C call). */
@@ -1081,7 +1082,9 @@ static void s_watch_fire(loop_t *loop, void *ud)
     runtime_exec_t *ex = ud;
     runtime_t *self = ex->rt;
     ex->watch_timer = 0;
-    if (ex->state != RUNTIME_EXEC_RUNNING || self->current != ex || !self->kernel)
+    /* Waiting for input counts: the kernel holds the shell channel while
+     * it waits, so a probe is answered only once the run is over. */
+    if (ex->state == RUNTIME_EXEC_DONE || ex->state == RUNTIME_EXEC_QUEUED || self->current != ex || !self->kernel)
         return;
     bool doubt = ex->interrupt_us || ex->interrupt_pending || !ex->got_busy || ex->got_idle != ex->got_reply;
     if (!doubt)
@@ -1723,8 +1726,11 @@ int runtime_cancel_run(runtime_t *self, runtime_exec_t *ex, runtime_cancel_fn *c
 {
     if (ex->state == RUNTIME_EXEC_DONE)
         return -1;
-    if (ex->state != RUNTIME_EXEC_QUEUED && !ex->got_reply && !ex->interrupt_pending && ex->got_busy &&
-        (!self->kernel || kernel_interrupt(self->kernel) < 0))
+    /* One signal per second at most: a second SIGINT close behind the first
+     * tends to land in the kernel's own dispatch code, which drops the run. */
+    bool signal_now = ex->state != RUNTIME_EXEC_QUEUED && !ex->got_reply && !ex->interrupt_pending && ex->got_busy &&
+                      !(ex->interrupt_us && loop_now_us() - ex->interrupt_us < INTERRUPT_SPACING_MS * 1000);
+    if (signal_now && (!self->kernel || kernel_interrupt(self->kernel) < 0))
         return -1;
     if (cb) {
         s_canceller_t *c = xcalloc(1, sizeof *c);
@@ -1747,7 +1753,8 @@ int runtime_cancel_run(runtime_t *self, runtime_exec_t *ex, runtime_cancel_fn *c
         s_watch(ex, LOST_PROBE_MS);
         return 0;
     }
-    ex->interrupt_us = loop_now_us();
+    if (signal_now)
+        ex->interrupt_us = loop_now_us();
     s_watch(ex, LOST_PROBE_MS);
     return 0;
 }

@@ -33,6 +33,27 @@ test('run, cancel at once, run: the queue never wedges (ipykernel drops a reques
   }
 });
 
+test('cancels in quick succession of a run waiting for input() never wedge the queue', async () => {
+  const h = await connect();
+  try {
+    await run(h, 'pass');
+    for (let i = 0; i < 40; i++) {
+      const r = await run(h, 'y = input("q: ")', { wait: 0.5 });
+      assert.match(r.text, /INPUT REQUESTED/);
+      const cs = [];
+      for (let k = 0; k < 3; k++) {
+        cs.push(ctl(h, 'cancel'));
+        await sleep((i % 8) * 3);
+      }
+      for (const c of await Promise.all(cs)) assert.match(c.text, VERDICT);
+      const next = await run(h, `print('alive${i}')`, { wait: 10 });
+      assert.match(next.text, new RegExp(`^alive${i}\\n(.*\\n)*\\n✓ `), `round ${i}: ${next.text}`);
+    }
+  } finally {
+    await h.close();
+  }
+});
+
 test('a cancel while the kernel starts drops the queued run, it never runs', async () => {
   const h = await connect();
   try {
