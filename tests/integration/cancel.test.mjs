@@ -183,3 +183,28 @@ for (const spare of [false, true]) {
     }
   });
 }
+
+test('ctl status shows a run the kernel has not acknowledged, and one that was interrupted', async () => {
+  const h = await connect();
+  let pid = 0;
+  try {
+    await run(h, 'pass');
+    pid = await kernelPid(h);
+    process.kill(pid, 'SIGSTOP');
+    const r = await run(h, 'print("late")', { wait: 1 });
+    assert.match(r.text, /^⏳ running/);
+    assert.match((await ctl(h, 'status')).text, /^python busy \| exec #1 \| .* \| running exec #0 \d+s \(sent \ds ago, not acknowledged by the kernel\)\n/);
+    process.kill(pid, 'SIGCONT');
+    const w = await ctl(h, 'wait');
+    assert.match(w.text, /^late\n(.*\n)*\n✓ /);
+    const running = run(h, 'import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    time.sleep(30)', { wait: 0.5 });
+    await running;
+    const c = ctl(h, 'cancel');
+    await until(async () => /^python busy .* \| running exec #3 \d+s \(interrupted \ds ago\)\n/.test((await ctl(h, 'status')).text), ms(4000), 'status to show the interrupt');
+    assert.match((await c).text, /^exec #3 did not stop within 5 s of the interrupt/);
+    await ctl(h, 'restart');
+  } finally {
+    if (pid) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
+    await h.close();
+  }
+});
