@@ -208,3 +208,19 @@ test('ctl status shows a run the kernel has not acknowledged, and one that was i
     await h.close();
   }
 });
+
+test('look does not wait behind a C call that holds the interpreter', async () => {
+  const h = await connect();
+  try {
+    await run(h, 'x = 99');
+    const r = await run(h, "import re; re.match(r'(a*)*b', 'a' * 29)", { wait: 0.5 });
+    assert.match(r.text, /^⏳ running/);
+    const t0 = Date.now();
+    const at = await call(h, 'look', { at: 'x' });
+    assert.ok(Date.now() - t0 < ms(6000), `look answered after ${Date.now() - t0} ms`);
+    assert.match(at.text, /^x: the kernel did not answer within 3 s \(busy: the running code holds the interpreter/);
+    assert.match((await ctl(h, 'restart')).text, /^RESTARTED/);
+  } finally {
+    await h.close();
+  }
+});
