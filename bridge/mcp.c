@@ -323,6 +323,14 @@ void mcp_session_input_closed(mcp_session_t *self)
     }
 }
 
+bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin)
+{
+    for (const mcp_call_t *c = self->calls; c; c = c->next)
+        if (c->origin == origin && !c->cancelled && !c->origin_gone)
+            return true;
+    return false;
+}
+
 void *mcp_session_transport(const mcp_session_t *self)
 {
     return self->transport;

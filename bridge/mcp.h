@@ -156,6 +156,10 @@ void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud);
 void mcp_session_input_closed(mcp_session_t *self);
 /* Whether a server->client request can still be answered. */
 bool mcp_session_can_request(const mcp_session_t *self);
+/* Whether a call that came with this origin may still send its response
+ * (false once it was answered, cancelled by the client or forgotten): a
+ * transport ends the origin's stream when nothing more will come. */
+bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin);
 void *mcp_session_transport(const mcp_session_t *self);
 /* Opaque per-session slot for the application (not freed by mcp). */
 void mcp_session_set_user(mcp_session_t *self, void *user);

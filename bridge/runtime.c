@@ -28,8 +28,30 @@
  * before input() is on its way; give it this long to land first. */
 #define INPUT_SETTLE_MS 50
 #define HELPER_OUTPUT_MAX (4u << 20) /* bytes a helper call may print (LANG_VIA_STDOUT) */
+/* A run that may have been lost by the kernel (interrupted, never
+ * acknowledged, or half answered) is checked this long after the doubt
+ * arose, by a kernel_info_request on shell: shell requests are handled in
+ * order, so its reply arriving before the run's own says the kernel skipped
+ * the run. */
+#define LOST_PROBE_MS 500
+#define LOST_UNACKED_MS 2000       /* no busy status for a run this long: check it */
+#define LOST_PROBES_MAX 3          /* probes in flight per run (one may be lost to the signal) */
+#define INTERRUPT_SPACING_MS 1000  /* a cancel repeated sooner adds no second signal */
+#define BARRIER_TRIES 4            /* kernel_info_requests that hold the queue after an interrupt */
+/* Every request a caller waits for is answered within a bound, whatever the
+ * kernel does (stopped, or holding the interpreter in a long C call). */
+#define QUERY_TIMEOUT_MS 3000      /* completion, inspection */
+#define HELPER_TIMEOUT_MS 10000    /* helper calls (an R overview can be slow) */
+#define RESET_TIMEOUT_MS 5000      /* as long as cancel waits */
 
 typedef enum { ST_STARTING, ST_READY, ST_FAILED } s_kstate_t;
+
+/* Someone waiting for the verdict of a cancel (runtime_cancel_run). */
+typedef struct s_canceller {
+    runtime_cancel_fn *cb;
+    void *ud;
+    struct s_canceller *next;
+} s_canceller_t;
 
 struct runtime_exec {
     runtime_t *rt;                 /* borrowed */
@@ -40,6 +62,14 @@ struct runtime_exec {
     runtime_outcome_t outcome;
     char msg_id[WIRE_ID_LEN + 1];
     bool got_reply, got_idle, clear_pending;
+    bool got_busy;                 /* the kernel acknowledged it (busy status or execute_input) */
+    bool lost;                     /* rat-py ended it: the kernel went on without it */
+    bool interrupt_pending;        /* cancelled before the kernel acknowledged it: interrupt at busy */
+    int64_t interrupt_us;          /* when it was interrupted, 0 if never */
+    uint64_t watch_timer;          /* when to check whether the kernel still has it */
+    int64_t watch_due_ms;
+    unsigned probes;               /* kernel_info probes in flight for it */
+    s_canceller_t *cancellers;     /* owned: verdicts owed, called once it ends */
     long number;
     int64_t sent_us, done_us, input_since_us, input_total_us;
     output_t *out;                 /* owned */
@@ -56,12 +86,13 @@ struct runtime_exec {
     bool has_obs;
     bool claimed;                  /* a caller follows it (started it or picked it up) */
     bool detached;                 /* its caller left before it finished */
+    uintptr_t owner;               /* who started it; 0: anyone */
     uint64_t snapshot_timer;
     uint64_t input_timer;          /* INPUT_SETTLE_MS before telling the observer */
     runtime_exec_t *next;          /* in runtime->execs, oldest first */
 };
 
-typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER } s_req_kind_t;
+typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER, REQ_PROBE, REQ_BARRIER } s_req_kind_t;
 
 typedef struct s_req {
     char msg_id[WIRE_ID_LEN + 1];
@@ -72,10 +103,12 @@ typedef struct s_req {
     bool capture, got_reply, got_idle;
     int retries;                   /* resends after an abort */
     uint64_t resend_timer;
+    uint64_t deadline_timer;       /* the caller gets an error then; a later reply is ignored */
+    int64_t sent_ms;
     buf_t out;                     /* captured stdout */
     char *error;                   /* owned: the execution's error text, if any */
     json_object *reply_content;    /* owned reference: the execute_reply content */
-    runtime_exec_t *ex;            /* REQ_SNAPSHOT */
+    runtime_exec_t *ex;            /* REQ_SNAPSHOT, REQ_PROBE */
     runtime_done_fn *done;         /* REQ_RESET */
     runtime_reply_fn *reply;       /* REQ_QUERY */
     runtime_text_fn *text;         /* REQ_HELPER */
@@ -139,12 +172,24 @@ struct runtime {
     unsigned spare_failures;
     uint64_t spare_timer;
     bool helper_preinstalled;      /* s_on_ready must not install the helper again */
+    /* After a run ended on its own although it was interrupted, the signal
+     * may still be on its way: no run starts until the kernel has answered a
+     * shell request sent after it (barrier_id set while waiting). */
+    char barrier_id[WIRE_ID_LEN + 1];
+    uint64_t barrier_timer;
+    unsigned barrier_tries;
 };
 
 static void s_pump(runtime_t *self);
 static void s_start_kernel(runtime_t *self);
 static void s_spare_schedule(runtime_t *self);
 static void s_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_fn *done, void *ud);
+static void s_cancel_settle(runtime_t *self, runtime_exec_t *ex);
+static void s_pump_timer(loop_t *loop, void *ud);
+static void s_watch(runtime_exec_t *ex, int64_t ms);
+static void s_probe_answered(runtime_t *self, runtime_exec_t *ex);
+static void s_barrier_answered(runtime_t *self);
+static void s_barrier_drop(runtime_t *self);
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -250,6 +295,12 @@ static void s_exec_free(runtime_exec_t *ex)
             r->ex = NULL;
     loop_timer_cancel(self->loop, ex->snapshot_timer);
     loop_timer_cancel(self->loop, ex->input_timer);
+    loop_timer_cancel(self->loop, ex->watch_timer);
+    while (ex->cancellers) {
+        s_canceller_t *c = ex->cancellers;
+        ex->cancellers = c->next;
+        free(c);
+    }
     output_destroy(&ex->out);
     json_object_put(ex->input_header);
     free(ex->code);
@@ -306,6 +357,7 @@ static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outc
     ex->input_timer = 0;
     if (self->current == ex)
         self->current = NULL;
+    s_cancel_settle(self, ex);
     self->rev++;
     if (ex->has_obs && ex->obs.on_done)
         ex->obs.on_done(ex->obs_ud, ex); /* may release ex */
@@ -324,11 +376,59 @@ static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id
 {
     s_req_t *r = xcalloc(1, sizeof *r);
     r->rt = self;
+    r->sent_ms = loop_now_ms();
     memcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->kind = kind;
     r->next = self->reqs;
     self->reqs = r;
     return r;
+}
+
+/* The caller of r waited long enough: tell it why, and forget it (the
+ * request stays listed, so a late reply still updates what it should). */
+static void s_req_deadline(loop_t *loop, void *ud)
+{
+    s_req_t *r = ud;
+    runtime_t *self = r->rt;
+    r->deadline_timer = 0;
+    bool hb = self->kernel && kernel_heartbeat_ok(self->kernel);
+    int64_t age = loop_now_ms() - r->sent_ms;
+    if (r->kind == REQ_HELPER && hb && age < HELPER_TIMEOUT_MS) {
+        /* A live kernel may take a while over a helper call; a silent one
+         * will not answer at all. */
+        r->deadline_timer = loop_timer(loop, QUERY_TIMEOUT_MS, s_req_deadline, r);
+        return;
+    }
+    char why[400];
+    snprintf(why, sizeof why, "%sthe kernel did not answer within %lld s (%s)",
+             r->kind == REQ_RESET ? "reset not confirmed: " : "",
+             (long long)((age + 500) / 1000),
+             !hb ? "unresponsive: no heartbeat — stopped, or blocked outside Python; ctl restart replaces it"
+             : self->current ? "busy: the running code holds the interpreter, e.g. a long call in C"
+                             : "busy");
+    if (r->kind == REQ_RESET) {
+        self->rev++;
+        snprintf(why + strlen(why), sizeof why - strlen(why),
+                 "; the reset is still queued in the kernel and happens when it resumes");
+    }
+    runtime_done_fn *done = r->done;
+    runtime_reply_fn *reply = r->reply;
+    runtime_text_fn *text = r->text;
+    void *cb_ud = r->ud;
+    r->done = NULL;
+    r->reply = NULL;
+    r->text = NULL;
+    if (done)
+        done(cb_ud, false, why);
+    else if (reply)
+        reply(cb_ud, NULL, why);
+    else if (text)
+        text(cb_ud, NULL, why);
+}
+
+static void s_req_bound(s_req_t *r, int64_t ms)
+{
+    r->deadline_timer = loop_timer(r->rt->loop, ms, s_req_deadline, r);
 }
 
 static void s_req_free(s_req_t *r)
@@ -338,6 +438,7 @@ static void s_req_free(s_req_t *r)
     free(r->arg);
     if (r->resend_timer)
         loop_timer_cancel(r->rt->loop, r->resend_timer);
+    loop_timer_cancel(r->rt->loop, r->deadline_timer);
     free(r->error);
     json_object_put(r->reply_content);
     free(r);
@@ -595,6 +696,21 @@ static void s_maybe_done(runtime_t *self, runtime_exec_t *ex)
     s_pump(self);
 }
 
+/* The kernel has taken ex: a cancel that waited for that interrupts now. */
+static void s_exec_acknowledged(runtime_t *self, runtime_exec_t *ex)
+{
+    if (ex->got_busy)
+        return;
+    ex->got_busy = true;
+    self->rev++;
+    if (ex->interrupt_pending && self->kernel) {
+        ex->interrupt_pending = false;
+        if (kernel_interrupt(self->kernel) == 0)
+            ex->interrupt_us = loop_now_us();
+        s_watch(ex, LOST_PROBE_MS);
+    }
+}
+
 static void s_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
 {
     const char *t = m->msg_type;
@@ -623,10 +739,15 @@ static void s_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         json_object *n = NULL;
         if (json_object_object_get_ex(c, "execution_count", &n) && json_object_is_type(n, json_type_int))
             ex->number = (long)json_object_get_int64(n);
+        s_exec_acknowledged(self, ex);
     } else if (strcmp(t, "status") == 0) {
         const char *st = wire_get_str(c, "execution_state");
-        if (st && strcmp(st, "idle") == 0) {
+        if (st && strcmp(st, "busy") == 0) {
+            s_exec_acknowledged(self, ex);
+        } else if (st && strcmp(st, "idle") == 0) {
             ex->got_idle = true;
+            if (!ex->got_reply)
+                s_watch(ex, LOST_PROBE_MS); /* idle without a reply: is it coming? */
             s_maybe_done(self, ex);
         }
     }
@@ -677,6 +798,8 @@ static void s_exec_reply(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         r->ex = ex;
         ex->snapshot_timer = loop_timer(self->loop, SNAPSHOT_TIMEOUT_MS, s_snapshot_timeout, ex);
     }
+    if (!ex->got_idle)
+        s_watch(ex, LOST_PROBE_MS); /* a reply without idle: is the status coming? */
     s_maybe_done(self, ex);
 }
 
@@ -725,7 +848,8 @@ static void s_req_done(runtime_t *self, s_req_t *r, json_object *content, const 
     }
     if (r->capture && r->kind == REQ_SNAPSHOT)
         s_take_snapshot_text(self, ok ? text : NULL);
-    else if (!r->capture && r->kind != REQ_QUERY && r->kind != REQ_HELPER)
+    else if (!r->capture && r->kind != REQ_QUERY && r->kind != REQ_HELPER && r->kind != REQ_PROBE &&
+             r->kind != REQ_BARRIER)
         s_take_snapshot(self, content);
     switch (r->kind) {
     case REQ_QUERY:
@@ -743,6 +867,13 @@ static void s_req_done(runtime_t *self, s_req_t *r, json_object *content, const 
             r->text(r->ud, out, out ? NULL : (err ? err : "the helper gave no answer"));
         break;
     }
+    case REQ_PROBE:
+        if (r->ex)
+            s_probe_answered(self, r->ex);
+        break;
+    case REQ_BARRIER:
+        s_barrier_answered(self);
+        break;
     case REQ_INSTALL:
         if (!ok)
             log_warn("the kernel-side helper failed to install (%s); variable counts are unavailable",
@@ -849,6 +980,174 @@ static void s_req_iopub(runtime_t *self, wire_msg_t *m)
     }
 }
 
+/* ------------------------------------------------------------ cancel, lost runs */
+
+static bool s_is_interrupt_error(const runtime_exec_t *ex)
+{
+    if (!ex->ename)
+        return false;
+    if (strstr(ex->ename, "Interrupt"))
+        return true;
+    return !*ex->ename && ex->evalue && strcmp(ex->evalue, "Interrupted") == 0; /* IRkernel */
+}
+
+static runtime_cancel_verdict_t s_verdict(const runtime_exec_t *ex)
+{
+    if (ex->lost)
+        return ex->got_busy ? RUNTIME_CANCEL_LOST : RUNTIME_CANCEL_DROPPED;
+    switch (ex->outcome) {
+    case RUNTIME_CANCELLED:
+        return RUNTIME_CANCEL_DROPPED;
+    case RUNTIME_FAILED:
+        return RUNTIME_CANCEL_FAILED;
+    case RUNTIME_ABORTED:
+        return RUNTIME_CANCEL_INTERRUPTED;
+    case RUNTIME_ERROR:
+        return s_is_interrupt_error(ex) ? RUNTIME_CANCEL_INTERRUPTED : RUNTIME_CANCEL_ENDED;
+    case RUNTIME_OK:
+    default:
+        return RUNTIME_CANCEL_ENDED;
+    }
+}
+
+static void s_barrier_retry(loop_t *loop, void *ud);
+
+/* Holds the queue until the kernel answers a shell request sent now (see
+ * barrier_id). A barrier reply can itself be lost to the late signal, so it
+ * is sent again a few times; after that the queue moves on regardless. */
+static void s_barrier_send(runtime_t *self)
+{
+    char id[WIRE_ID_LEN + 1];
+    loop_timer_cancel(self->loop, self->barrier_timer);
+    self->barrier_timer = 0;
+    if (self->barrier_tries >= BARRIER_TRIES || !self->kernel || self->kstate != ST_READY ||
+        kernel_send(self->kernel, KCHAN_SHELL, "kernel_info_request", NULL, NULL, id) < 0) {
+        self->barrier_id[0] = '\0';
+        if (!self->pump_timer)
+            self->pump_timer = loop_timer(self->loop, 0, s_pump_timer, self);
+        return;
+    }
+    s_req_add(self, REQ_BARRIER, id);
+    memcpy(self->barrier_id, id, sizeof self->barrier_id);
+    self->barrier_tries++;
+    self->barrier_timer = loop_timer(self->loop, LOST_PROBE_MS * self->barrier_tries, s_barrier_retry, self);
+}
+
+static void s_barrier_retry(loop_t *loop, void *ud)
+{
+    runtime_t *self = ud;
+    self->barrier_timer = 0;
+    if (self->barrier_id[0])
+        s_barrier_send(self);
+}
+
+/* Any barrier's reply will do: the kernel handled a request sent after the
+ * signal. */
+static void s_barrier_answered(runtime_t *self)
+{
+    if (!self->barrier_id[0])
+        return;
+    s_barrier_drop(self);
+    s_pump(self);
+}
+
+/* The kernel is gone or replaced: nothing to wait for. */
+static void s_barrier_drop(runtime_t *self)
+{
+    self->barrier_id[0] = '\0';
+    loop_timer_cancel(self->loop, self->barrier_timer);
+    self->barrier_timer = 0;
+}
+
+/* ex ends (called by s_finish): owed verdicts are delivered, and an
+ * interrupt that did not stop it may still land, so the queue waits. */
+static void s_cancel_settle(runtime_t *self, runtime_exec_t *ex)
+{
+    loop_timer_cancel(self->loop, ex->watch_timer);
+    ex->watch_timer = 0;
+    runtime_cancel_verdict_t v = s_verdict(ex);
+    if (ex->interrupt_us && v == RUNTIME_CANCEL_ENDED && self->kstate == ST_READY) {
+        self->barrier_tries = 0;
+        s_barrier_send(self);
+    }
+    if (ex->cancellers && v != RUNTIME_CANCEL_ENDED && ex->detached && !ex->claimed)
+        ex->detached = false; /* its end is reported by the cancel: ctl wait has nothing left to give */
+    while (ex->cancellers) {
+        s_canceller_t *c = ex->cancellers;
+        ex->cancellers = c->next;
+        c->cb(c->ud, ex, v);
+        free(c);
+    }
+}
+
+static void s_watch_fire(loop_t *loop, void *ud)
+{
+    runtime_exec_t *ex = ud;
+    runtime_t *self = ex->rt;
+    ex->watch_timer = 0;
+    /* Waiting for input counts: the kernel holds the shell channel while
+     * it waits, so a probe is answered only once the run is over. */
+    if (ex->state == RUNTIME_EXEC_DONE || ex->state == RUNTIME_EXEC_QUEUED || self->current != ex || !self->kernel)
+        return;
+    bool doubt = ex->interrupt_us || ex->interrupt_pending || !ex->got_busy || ex->got_idle != ex->got_reply;
+    if (!doubt)
+        return; /* acknowledged and running: a long run is not a lost one */
+    if (ex->interrupt_pending) {
+        /* Still not acknowledged: the kernel may be stopped or stuck, and
+         * only a signal (with SIGCONT) gets it going. */
+        ex->interrupt_pending = false;
+        if (kernel_interrupt(self->kernel) == 0)
+            ex->interrupt_us = loop_now_us();
+    }
+    char id[WIRE_ID_LEN + 1];
+    if (ex->probes < LOST_PROBES_MAX && kernel_send(self->kernel, KCHAN_SHELL, "kernel_info_request", NULL, NULL, id) == 0) {
+        s_req_t *r = s_req_add(self, REQ_PROBE, id);
+        r->ex = ex;
+        ex->probes++;
+    }
+    s_watch(ex, LOST_PROBE_MS * 2);
+}
+
+/* (Re)arms ex's check to fire within ms. */
+static void s_watch(runtime_exec_t *ex, int64_t ms)
+{
+    runtime_t *self = ex->rt;
+    if (ex->state == RUNTIME_EXEC_DONE)
+        return;
+    int64_t due = loop_now_ms() + ms;
+    if (ex->watch_timer) {
+        if (ex->watch_due_ms <= due)
+            return;
+        loop_timer_cancel(self->loop, ex->watch_timer);
+    }
+    ex->watch_due_ms = due;
+    ex->watch_timer = loop_timer(self->loop, ms, s_watch_fire, ex);
+}
+
+/* The kernel answered a shell request sent after ex's execute_request. */
+static void s_probe_answered(runtime_t *self, runtime_exec_t *ex)
+{
+    if (ex->probes)
+        ex->probes--;
+    if (ex->state == RUNTIME_EXEC_DONE || self->current != ex)
+        return;
+    if (ex->got_reply) {
+        /* The reply is in and the kernel moved on: its idle status was lost. */
+        ex->got_idle = true;
+        s_maybe_done(self, ex);
+        return;
+    }
+    ex->lost = true;
+    if (!ex->got_busy)
+        s_finish(self, ex, RUNTIME_CANCELLED,
+                 ex->interrupt_us ? "CANCELLED before it started" : "lost by the kernel before it started");
+    else
+        s_finish(self, ex, RUNTIME_FAILED,
+                 ex->interrupt_us ? "lost by the kernel after an interrupt"
+                                  : "lost by the kernel: it went on with later requests without finishing this run");
+    s_pump(self);
+}
+
 /* ------------------------------------------------------------ kernel events */
 
 static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
@@ -877,6 +1176,7 @@ static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
     ex->state = RUNTIME_EXEC_RUNNING;
     self->current = ex;
     self->rev++;
+    s_watch(ex, LOST_UNACKED_MS);
 }
 
 static void s_fail_queued(runtime_t *self, const char *why)
@@ -907,6 +1207,7 @@ static void s_drop_reqs(runtime_t *self, const char *why)
             r->text(r->ud, NULL, why);
         s_req_free(r);
     }
+    s_barrier_drop(self);
 }
 
 static void s_pending_free(s_pending_reset_t *p)
@@ -950,7 +1251,7 @@ static void s_pump(runtime_t *self)
         s_fail_queued(self, self->fail_reason);
         return;
     }
-    if (self->kstate != ST_READY || self->current)
+    if (self->kstate != ST_READY || self->current || self->barrier_id[0])
         return;
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
         if (ex->state == RUNTIME_EXEC_QUEUED) {
@@ -971,6 +1272,7 @@ static void s_do_reset(runtime_t *self, bool all, runtime_done_fn *done, void *u
     r->done = done;
     r->ud = ud;
     r->all = all;
+    s_req_bound(r, RESET_TIMEOUT_MS);
 }
 
 static void s_on_ready(void *ud, kernel_t *k, json_object *info)
@@ -989,6 +1291,9 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
     self->kstate = ST_READY;
     json_object_put(self->snapshot);
     self->snapshot = NULL;
+    /* A new kernel counts from 0 (an attached one: unknown until its first run). */
+    self->exec_count = 0;
+    self->snapshot_exec = 0;
     self->rev++;
     self->vars = self->lang ? 0 : -1;
     if (self->lang && self->lang->install && !self->helper_preinstalled) {
@@ -1406,9 +1711,11 @@ runtime_exec_t *runtime_current(runtime_t *self)
     return self->current;
 }
 
-runtime_exec_t *runtime_detached(runtime_t *self)
+runtime_exec_t *runtime_detached(runtime_t *self, uintptr_t owner)
 {
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
+        if (ex->state == RUNTIME_EXEC_INPUT && ex->owner && ex->owner != owner)
+            continue; /* its prompt and output are its owner's */
         if (ex->detached && !ex->claimed) {
             ex->claimed = true;
             ex->detached = false;
@@ -1418,16 +1725,70 @@ runtime_exec_t *runtime_detached(runtime_t *self)
     return NULL;
 }
 
-int runtime_cancel(runtime_t *self, runtime_exec_t *ex)
+int runtime_cancel_run(runtime_t *self, runtime_exec_t *ex, runtime_cancel_fn *cb, void *ud)
 {
     if (ex->state == RUNTIME_EXEC_DONE)
         return -1;
+    /* One signal per second at most: a second SIGINT close behind the first
+     * tends to land in the kernel's own dispatch code, which drops the run. */
+    bool signal_now = ex->state != RUNTIME_EXEC_QUEUED && !ex->got_reply && !ex->interrupt_pending && ex->got_busy &&
+                      !(ex->interrupt_us && loop_now_us() - ex->interrupt_us < INTERRUPT_SPACING_MS * 1000);
+    if (signal_now && (!self->kernel || kernel_interrupt(self->kernel) < 0))
+        return -1;
+    if (cb) {
+        s_canceller_t *c = xcalloc(1, sizeof *c);
+        c->cb = cb;
+        c->ud = ud;
+        c->next = ex->cancellers;
+        ex->cancellers = c;
+    }
     if (ex->state == RUNTIME_EXEC_QUEUED) {
         s_finish(self, ex, RUNTIME_CANCELLED, "cancelled before it started");
         return 0;
     }
     self->rev++;
-    return self->kernel ? kernel_interrupt(self->kernel) : -1;
+    if (ex->got_reply || ex->interrupt_pending)
+        return 0; /* ending already, or interrupted once the kernel takes it */
+    if (!ex->got_busy) {
+        /* Sent, not yet taken: a signal now would hit whatever the kernel
+         * does before it (or make it drop the request). */
+        ex->interrupt_pending = true;
+        s_watch(ex, LOST_PROBE_MS);
+        return 0;
+    }
+    if (signal_now)
+        ex->interrupt_us = loop_now_us();
+    s_watch(ex, LOST_PROBE_MS);
+    return 0;
+}
+
+int runtime_cancel(runtime_t *self, runtime_exec_t *ex)
+{
+    return runtime_cancel_run(self, ex, NULL, NULL);
+}
+
+void runtime_cancel_forget(runtime_t *self, void *ud)
+{
+    for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
+        s_canceller_t **pp = &ex->cancellers;
+        while (*pp) {
+            if ((*pp)->ud == ud) {
+                s_canceller_t *c = *pp;
+                *pp = c->next;
+                free(c);
+            } else {
+                pp = &(*pp)->next;
+            }
+        }
+    }
+}
+
+runtime_exec_t *runtime_first_queued(runtime_t *self)
+{
+    for (runtime_exec_t *ex = self->execs; ex; ex = ex->next)
+        if (ex->state == RUNTIME_EXEC_QUEUED)
+            return ex;
+    return NULL;
 }
 
 bool runtime_can_restart(const runtime_t *self, const char **why)
@@ -1570,6 +1931,10 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     out->spare = !self->want_spare ? NULL : self->spare_ready ? "ready" : self->spare ? "starting" : "none";
     out->spare_pid = self->spare ? kernel_pid(self->spare) : 0;
     out->boot_ms = self->kernel ? kernel_boot_ms(self->kernel) : 0;
+    out->reset_ms = -1;
+    for (s_req_t *r = self->reqs; r; r = r->next)
+        if (r->kind == REQ_RESET)
+            out->reset_ms = loop_now_ms() - r->sent_ms;
     if (self->kernel)
         kernel_stats(self->kernel, &out->wire);
 }
@@ -1647,6 +2012,7 @@ void runtime_query(runtime_t *self, const char *msg_type, const char *content, r
     s_req_t *r = s_req_add(self, REQ_QUERY, id);
     r->reply = cb;
     r->ud = ud;
+    s_req_bound(r, QUERY_TIMEOUT_MS);
     p->reply = NULL;
     s_pending_free(p);
 }
@@ -1687,6 +2053,7 @@ void runtime_call_helper(runtime_t *self, const char *fn, const char *json_arg, 
     }
     r->text = cb;
     r->ud = ud;
+    s_req_bound(r, QUERY_TIMEOUT_MS);
     p->text = NULL;
     s_pending_free(p);
 }
@@ -1720,6 +2087,16 @@ int runtime_exec_claim(runtime_exec_t *ex)
     ex->claimed = true;
     ex->detached = false;
     return 0;
+}
+
+void runtime_exec_set_owner(runtime_exec_t *ex, uintptr_t owner)
+{
+    ex->owner = owner;
+}
+
+uintptr_t runtime_exec_owner(const runtime_exec_t *ex)
+{
+    return ex->owner;
 }
 
 runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex)
@@ -1809,6 +2186,21 @@ int runtime_exec_answer(runtime_exec_t *ex, const char *value)
     ex->input_header = NULL;
     self->rev++;
     return 0;
+}
+
+bool runtime_exec_acknowledged(const runtime_exec_t *ex)
+{
+    return ex->got_busy;
+}
+
+int64_t runtime_exec_age_ms(const runtime_exec_t *ex)
+{
+    return ex->sent_us ? (loop_now_us() - ex->sent_us) / 1000 : 0;
+}
+
+int64_t runtime_exec_interrupted_ms(const runtime_exec_t *ex)
+{
+    return ex->interrupt_us ? (loop_now_us() - ex->interrupt_us) / 1000 : -1;
 }
 
 size_t runtime_exec_position(const runtime_exec_t *ex)

@@ -88,6 +88,7 @@ typedef struct {
     const char *spare;         /* "ready", "starting", "none", or NULL without --spare */
     pid_t spare_pid;
     int64_t boot_ms;
+    int64_t reset_ms;          /* age of a reset the kernel has not confirmed yet, -1 if none */
     kconn_stats_t wire;
 } runtime_status_t;
 
@@ -110,11 +111,40 @@ runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_in
 /* The running execution (or the one waiting for input), else NULL. */
 runtime_exec_t *runtime_current(runtime_t *self);
 /* Claims the oldest execution whose caller stopped following it before it
- * finished (ctl wait picks it up); NULL when there is none. */
-runtime_exec_t *runtime_detached(runtime_t *self);
-/* Interrupts the running execution or drops a queued one. Returns 0, or -1
- * when it is already done or cannot be interrupted. */
+ * finished (ctl wait picks it up), skipping those waiting for an input()
+ * answer from an owner other than owner (see runtime_exec_set_owner); NULL
+ * when there is none. */
+runtime_exec_t *runtime_detached(runtime_t *self, uintptr_t owner);
+/* What a cancel did to the run it was aimed at, known once that run ended. */
+typedef enum {
+    RUNTIME_CANCEL_INTERRUPTED, /* it stopped on the interrupt (KeyboardInterrupt, the kernel's abort) */
+    RUNTIME_CANCEL_DROPPED,     /* it had not started: it never ran */
+    RUNTIME_CANCEL_ENDED,       /* it ended on its own before the interrupt took effect */
+    RUNTIME_CANCEL_LOST,        /* the kernel lost it after the interrupt; rat-py ended it */
+    RUNTIME_CANCEL_FAILED,      /* the kernel died or was restarted meanwhile */
+} runtime_cancel_verdict_t;
+/* Called once when the cancelled run ends. ex is valid during the call only
+ * and must not be released by it (the runtime calls the run's own observer
+ * right after). */
+typedef void (runtime_cancel_fn)(void *ud, runtime_exec_t *ex, runtime_cancel_verdict_t verdict);
+
+/* Cancels ex, and only ex: a queued run is dropped (never interrupted); a
+ * running one is interrupted, unless its reply is already in (then it is
+ * ending and the signal would hit whatever runs next). After an interrupt
+ * the queue waits until the kernel has shown it took the signal, so it never
+ * lands in the next run; a run the kernel loses on the interrupt (ipykernel
+ * drops a request whose SIGINT arrives while it dispatches it) is ended once
+ * the kernel answers a later request on the same channel. cb (may be NULL)
+ * gets the verdict when ex ends, possibly before this returns (a queued run
+ * is dropped at once). Returns 0, or -1 when ex is done or the kernel cannot
+ * be reached (cb is then never called). */
+int runtime_cancel_run(runtime_t *self, runtime_exec_t *ex, runtime_cancel_fn *cb, void *ud);
+/* The same without a verdict. */
 int runtime_cancel(runtime_t *self, runtime_exec_t *ex);
+/* Forgets every pending cancel callback with this ud (its caller is gone). */
+void runtime_cancel_forget(runtime_t *self, void *ud);
+/* The oldest queued run, or NULL. */
+runtime_exec_t *runtime_first_queued(runtime_t *self);
 /* Restarts the kernel; done runs when the new one is ready (or failed). */
 void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud);
 /* Clears the namespace (all: also history and the exec counter). Refused
@@ -150,6 +180,10 @@ void runtime_exec_release(runtime_exec_t *ex, bool detach);
 /* Claims a detached execution for a new follower. Returns -1 when another
  * caller follows it already. */
 int runtime_exec_claim(runtime_exec_t *ex);
+/* Who started ex (the MCP session, as a number compared, never used as a
+ * pointer; 0: anyone). Only the owner answers its input() prompts. */
+void runtime_exec_set_owner(runtime_exec_t *ex, uintptr_t owner);
+uintptr_t runtime_exec_owner(const runtime_exec_t *ex);
 runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex);
 runtime_outcome_t runtime_exec_outcome(const runtime_exec_t *ex);
 output_t *runtime_exec_output(runtime_exec_t *ex);
@@ -168,6 +202,12 @@ const char *runtime_exec_why(const runtime_exec_t *ex);
 const char *runtime_exec_prompt(const runtime_exec_t *ex, bool *password);
 /* Answers the pending input() with value. Returns 0, or -1 if none pending. */
 int runtime_exec_answer(runtime_exec_t *ex, const char *value);
+/* Whether the kernel acknowledged ex (its busy status or execute_input came). */
+bool runtime_exec_acknowledged(const runtime_exec_t *ex);
+/* Milliseconds since ex was sent to the kernel (0 if not yet), and since it
+ * was interrupted (-1 if never). */
+int64_t runtime_exec_age_ms(const runtime_exec_t *ex);
+int64_t runtime_exec_interrupted_ms(const runtime_exec_t *ex);
 /* Executions ahead of ex in the queue (0 when running). */
 size_t runtime_exec_position(const runtime_exec_t *ex);
 

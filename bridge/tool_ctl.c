@@ -14,7 +14,6 @@
 #include "mem.h"
 #include "textfmt.h"
 
-#define CANCEL_POLL_MS 20
 #define CANCEL_GIVE_UP_MS 5000
 
 static const char s_schema[] =
@@ -30,9 +29,8 @@ typedef struct {
     tools_ctx_t *ctx;
     mcp_call_t *call;
     bool all;
-    unsigned long exec_id;   /* cancel: the run being interrupted */
-    long exec_number;
-    int64_t since_ms;
+    bool cancel;             /* a cancel: the runtime may hold op as a verdict's ud */
+    long exec_number;        /* cancel: the run being interrupted */
     uint64_t timer;
 } s_op_t;
 
@@ -44,7 +42,9 @@ static void s_op_cancelled(mcp_call_t *call, mcp_cancel_reason_t reason, void *u
     /* The runtime may still call back with this op: keep it, but detached
      * from the call (op->call = NULL makes the callback a no-op). */
     op->call = NULL;
-    if (op->timer) {
+    if (op->cancel) {
+        /* The verdict would go nowhere: nobody calls back with op now. */
+        runtime_cancel_forget(op->ctx->rt, op);
         loop_timer_cancel(op->ctx->loop, op->timer);
         free(op);
     }
@@ -61,6 +61,7 @@ static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
 
 static void s_op_finish(s_op_t *op, const char *text, bool is_error)
 {
+    loop_timer_cancel(op->ctx->loop, op->timer);
     if (op->call) {
         mcp_call_on_cancel(op->call, NULL, NULL);
         mcp_call_text(op->call, text, is_error);
@@ -97,29 +98,63 @@ static void s_restart_done(void *ud, bool ok, const char *text)
     s_op_finish(op, "RESTARTED | interpreter reinitialized | 0 vars", false);
 }
 
-static void s_cancel_poll(loop_t *loop, void *ud)
+/* The cancelled run ended: say what the cancel really did. */
+static void s_cancel_verdict(void *ud, runtime_exec_t *ex, runtime_cancel_verdict_t v)
+{
+    s_op_t *op = ud;
+    long n = runtime_exec_number(ex) ? runtime_exec_number(ex) : op->exec_number;
+    char text[400];
+    bool is_error = false;
+    switch (v) {
+    case RUNTIME_CANCEL_INTERRUPTED:
+        snprintf(text, sizeof text, "CANCELLED exec #%ld", n);
+        break;
+    case RUNTIME_CANCEL_DROPPED:
+        snprintf(text, sizeof text, "CANCELLED before it started");
+        break;
+    case RUNTIME_CANCEL_LOST:
+        snprintf(text, sizeof text, "CANCELLED exec #%ld: lost by the kernel after an interrupt (it never "
+                                    "finished it; the queue moves on)", n);
+        break;
+    case RUNTIME_CANCEL_ENDED:
+        snprintf(text, sizeof text, "NOT CANCELLED: exec #%ld ended on its own (%s): it finished before the interrupt arrived, or caught it; "
+                                    "ctl(op=\"wait\") or its run call has its result",
+                 n, runtime_exec_outcome(ex) == RUNTIME_OK ? "✓" : "✗");
+        break;
+    case RUNTIME_CANCEL_FAILED:
+    default:
+        snprintf(text, sizeof text, "exec #%ld ended: %s", n,
+                 runtime_exec_why(ex) ? runtime_exec_why(ex) : "the kernel stopped");
+        is_error = true;
+        break;
+    }
+    op->cancel = false;
+    s_op_finish(op, text, is_error);
+}
+
+/* The run did not end within CANCEL_GIVE_UP_MS of the interrupt. */
+static void s_cancel_give_up(loop_t *loop, void *ud)
 {
     s_op_t *op = ud;
     op->timer = 0;
-    runtime_exec_t *cur = runtime_current(op->ctx->rt);
-    bool still = cur && runtime_exec_id(cur) == op->exec_id;
-    if (!still) {
-        char text[64];
-        snprintf(text, sizeof text, "CANCELLED exec #%ld", op->exec_number);
-        s_op_finish(op, text, false);
-        return;
-    }
-    op->exec_number = runtime_exec_number(cur);
-    if (loop_now_ms() - op->since_ms > CANCEL_GIVE_UP_MS) {
-        char text[300];
+    runtime_cancel_forget(op->ctx->rt, op);
+    op->cancel = false;
+    runtime_status_t st;
+    runtime_status(op->ctx->rt, &st);
+    if (st.running && runtime_exec_number(st.running))
+        op->exec_number = runtime_exec_number(st.running);
+    char text[400];
+    if (!st.heartbeat_ok)
+        snprintf(text, sizeof text,
+                 "exec #%ld could not be stopped: the kernel process does not respond (no heartbeat: stopped, or "
+                 "blocked outside Python); ctl(op=\"restart\") ends it, losing the variables",
+                 op->exec_number);
+    else
         snprintf(text, sizeof text,
                  "exec #%ld did not stop within %d s of the interrupt (code that ignores KeyboardInterrupt, or a "
                  "long call in C); ctl(op=\"restart\") ends it, losing the variables",
                  op->exec_number, CANCEL_GIVE_UP_MS / 1000);
-        s_op_finish(op, text, true);
-        return;
-    }
-    op->timer = loop_timer(loop, CANCEL_POLL_MS, s_cancel_poll, op);
+    s_op_finish(op, text, true);
 }
 
 static void s_status(tools_ctx_t *ctx, buf_t *b)
@@ -131,9 +166,18 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
     if (st.running) {
         buf_printf(b, " | running exec #%ld %llds", runtime_exec_number(st.running),
                    (long long)(runtime_exec_elapsed_ms(st.running) / 1000));
+        /* What makes a stuck run visible: the kernel never took it, or an
+         * interrupt has not ended it. */
+        if (!runtime_exec_acknowledged(st.running))
+            buf_printf(b, " (sent %llds ago, not acknowledged by the kernel)",
+                       (long long)(runtime_exec_age_ms(st.running) / 1000));
+        if (runtime_exec_interrupted_ms(st.running) >= 0)
+            buf_printf(b, " (interrupted %llds ago)", (long long)(runtime_exec_interrupted_ms(st.running) / 1000));
     }
     if (st.queued)
         buf_printf(b, " | %zu queued", st.queued);
+    if (st.reset_ms >= 0)
+        buf_printf(b, " | reset pending %llds", (long long)(st.reset_ms / 1000));
     buf_puts(b, "\n\n");
     if (st.attached)
         buf_printf(b, "kernel: attached via %s", st.connection_file ? st.connection_file : "?");
@@ -194,25 +238,35 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
         s_op_t *o = s_op_new(ctx, call);
         runtime_restart(ctx->rt, s_restart_done, o);
     } else if (strcmp(op, "cancel") == 0) {
+        /* The running run, or (while the kernel starts) the next queued
+         * one, which is dropped, never interrupted. */
         runtime_exec_t *cur = runtime_current(ctx->rt);
+        if (!cur)
+            cur = runtime_first_queued(ctx->rt);
         if (!cur) {
             mcp_call_text(call, "No active execution.", false);
             return;
         }
         s_op_t *o = s_op_new(ctx, call);
-        o->exec_id = runtime_exec_id(cur);
+        o->cancel = true;
         o->exec_number = runtime_exec_number(cur);
-        o->since_ms = loop_now_ms();
-        if (runtime_cancel(ctx->rt, cur) < 0) {
+        o->timer = loop_timer(ctx->loop, CANCEL_GIVE_UP_MS, s_cancel_give_up, o);
+        /* The verdict may come (and free o) before this returns. */
+        if (runtime_cancel_run(ctx->rt, cur, s_cancel_verdict, o) < 0) {
+            o->cancel = false;
             s_op_finish(o, "the running code cannot be interrupted (the kernel is not reachable); "
                            "ctl(op=\"restart\") ends it", true);
-            return;
         }
-        o->timer = loop_timer(ctx->loop, CANCEL_POLL_MS, s_cancel_poll, o);
     } else if (strcmp(op, "wait") == 0) {
-        runtime_exec_t *ex = runtime_detached(ctx->rt);
+        runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_call_session(call));
         if (!ex) {
             runtime_exec_t *cur = runtime_current(ctx->rt);
+            if (cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT && runtime_exec_owner(cur) &&
+                runtime_exec_owner(cur) != (uintptr_t)mcp_call_session(call)) {
+                mcp_call_text(call, "Nothing to wait for: the running code waits for input() from the session that "
+                                    "started it.", false);
+                return;
+            }
             mcp_call_text(call, cur ? "Nothing to wait for: the running code is already being followed by another call."
                                     : "Nothing to wait for: no run is in progress.", false);
             return;

@@ -338,7 +338,18 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         mcp_call_text(call, "run: give either code (to execute) or input (to answer a pending input()), not both", true);
         return;
     }
+    uintptr_t me = (uintptr_t)mcp_call_session(call);
     if (input) {
+        if (waiting && runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
+            /* A prompt is answered by the session whose run asked, and the
+             * rest of that run's output goes to it alone. */
+            char *msg = xasprintf("run: the input() waiting is exec #%ld's, a run of another session; only "
+                                  "that session can answer it (ctl(op=\"cancel\") stops it)",
+                                  runtime_exec_number(cur));
+            mcp_call_text(call, msg, true);
+            free(msg);
+            return;
+        }
         if (!waiting) {
             mcp_call_text(call, "run: no input() is waiting for an answer. Run code first; when it calls input(), "
                                 "the result says INPUT REQUESTED.", true);
@@ -377,6 +388,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         return;
     }
     runtime_exec_t *ex = runtime_execute(ctx->rt, code, allow_input);
+    runtime_exec_set_owner(ex, me);
     tool_run_follow(ctx, call, ex, wait_s);
 }
 

@@ -25,6 +25,11 @@
 #define SESSION_ID_HEX 32                 /* 128 random bits */
 #define STREAM_DROP_NOTIFY (4u << 20)     /* unsent bytes past which notifications are dropped */
 #define KEEPALIVE_MS 15000                /* SSE comment on idle GET streams */
+/* A POST stream whose call is in progress gets a comment after this much
+ * silence: MHD notices a client that went away only when a write fails
+ * (never while the connection is suspended), and the call must be released
+ * promptly so that ctl wait from another session can collect its run. */
+#define CALL_KEEPALIVE_MS 1000
 #define SWEEP_MS 60000                    /* idle session expiry check */
 #define MAX_ROUTES 8
 
@@ -434,12 +439,20 @@ static void s_sweep(loop_t *loop, void *ud)
 static void s_keepalive(loop_t *loop, void *ud)
 {
     transport_http_t *self = ud;
-    self->keepalive_timer = loop_timer(loop, KEEPALIVE_MS, s_keepalive, self);
+    self->keepalive_timer = loop_timer(loop, CALL_KEEPALIVE_MS, s_keepalive, self);
     int64_t now = loop_now_ms();
     /* A comment line keeps proxies from closing idle streams and lets MHD
      * notice clients that went away (it cannot while a stream is suspended). */
     for (s_stream_t *s = self->streams; s; s = s->next) {
-        if (s->attached && !s->done && now - s->last_write_ms >= KEEPALIVE_MS) {
+        if (s->attached && !s->done && !s->is_get && s->sess && !mcp_session_origin_pending(s->sess->mcp, s)) {
+            /* Its call was dropped (notifications/cancelled): no response
+             * will come, so the stream ends now instead of idling open. */
+            s->done = true;
+            s_stream_wake(s);
+            continue;
+        }
+        int64_t every = s->is_get ? KEEPALIVE_MS : CALL_KEEPALIVE_MS;
+        if (s->attached && !s->done && now - s->last_write_ms >= every) {
             buf_puts(&s->out, ": keepalive\n\n");
             s->last_write_ms = now;
             s_stream_wake(s);
@@ -911,7 +924,7 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     self->port = info ? info->port : o->port;
     info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     self->epoll_watch = loop_watch_fd(loop, info->epoll_fd, ZMQ_POLLIN, s_on_epoll, self);
-    self->keepalive_timer = loop_timer(loop, KEEPALIVE_MS, s_keepalive, self);
+    self->keepalive_timer = loop_timer(loop, CALL_KEEPALIVE_MS, s_keepalive, self);
     self->sweep_timer = loop_timer(loop, SWEEP_MS, s_sweep, self);
     s_run(self);
     return self;
