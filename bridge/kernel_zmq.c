@@ -110,8 +110,10 @@ static void s_recv_all(s_zconn_t *self, s_chan_t *c)
         }
         for (size_t i = 0; i < n; i++)
             zmq_msg_close(&frames[i]);
-        /* on_msg may have destroyed us (e.g. a restart decided inside it);
-         * owners never do that synchronously, see kernel.c. */
+        /* We go on using self and c after on_msg: owners never destroy a
+         * connection from inside its handlers (kernel_conn.h); kernel.c
+         * frees a kernel destroyed there, and this connection, from the
+         * loop. */
     }
 }
 

@@ -130,6 +130,9 @@ struct runtime {
     unsigned ndeaths, restarts;
     char *last_death;              /* owned */
     uint64_t pump_timer;
+    uint64_t collect_timer;        /* frees released executions from the loop */
+    kernel_conn_factory_fn *connect; /* NULL: ZeroMQ */
+    void *connect_ud;
     /* --spare: a second kernel booted in the background and swapped in on
      * restart (and reset all), then replaced. */
     bool want_spare;
@@ -262,9 +265,11 @@ static void s_exec_free(runtime_exec_t *ex)
 }
 
 /* Frees finished executions nobody follows, and keeps at most MAX_DETACHED
- * finished detached ones. */
-static void s_collect(runtime_t *self)
+ * finished detached ones. Runs from the loop only (s_collect). */
+static void s_collect_now(loop_t *loop, void *ud)
 {
+    runtime_t *self = ud;
+    self->collect_timer = 0;
     size_t detached_done = 0;
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next)
         if (ex->state == RUNTIME_EXEC_DONE && ex->detached && !ex->claimed)
@@ -282,6 +287,15 @@ static void s_collect(runtime_t *self)
         }
         ex = next;
     }
+}
+
+/* Executions are finished and released inside callbacks (on_done releases
+ * the run it was told about, and its callers, s_finish's callers among
+ * them, still read it): they are freed from the loop, never here. */
+static void s_collect(runtime_t *self)
+{
+    if (!self->collect_timer)
+        self->collect_timer = loop_timer(self->loop, 0, s_collect_now, self);
 }
 
 static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, const char *why)
@@ -308,16 +322,17 @@ static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outc
         self->current = NULL;
     self->rev++;
     if (ex->has_obs && ex->obs.on_done)
-        ex->obs.on_done(ex->obs_ud, ex); /* may release ex */
+        ex->obs.on_done(ex->obs_ud, ex); /* may release ex: still valid, freed from the loop */
     s_collect(self);
 }
 
 static void s_snapshot_timeout(loop_t *loop, void *ud)
 {
     runtime_exec_t *ex = ud;
+    runtime_t *self = ex->rt;
     ex->snapshot_timer = 0;
-    s_finish(ex->rt, ex, RUNTIME_ERROR, NULL);
-    s_pump(ex->rt);
+    s_finish(self, ex, RUNTIME_ERROR, NULL);
+    s_pump(self);
 }
 
 static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id)
@@ -1152,6 +1167,8 @@ static void s_start_kernel(runtime_t *self)
         .env_extra = self->env_extra,
         .runtime_dir = self->runtime_dir,
         .boot_timeout_ms = self->boot_timeout_ms,
+        .connect = self->connect,
+        .connect_ud = self->connect_ud,
     };
     char err[1024];
     self->kstate = ST_STARTING;
@@ -1242,6 +1259,8 @@ static void s_spare_start(loop_t *loop, void *ud)
         .env_extra = self->env_extra,
         .runtime_dir = self->runtime_dir,
         .boot_timeout_ms = self->boot_timeout_ms,
+        .connect = self->connect,
+        .connect_ud = self->connect_ud,
     };
     char err[1024];
     self->spare = kernel_start(self->loop, self->zctx, &ko, &s_spare_events, self, err, sizeof err);
@@ -1311,6 +1330,8 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
     self->boot_timeout_ms = o->boot_timeout_ms;
     self->allow_restart = o->allow_restart;
     self->want_spare = o->spare;
+    self->connect = o->connect;
+    self->connect_ud = o->connect_ud;
     self->vars = -1;
     self->next_id = 1;
     if (!self->existing && !self->argv) {
@@ -1335,6 +1356,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     runtime_t *self = *self_p;
     loop_timer_cancel(self->loop, self->pump_timer);
     loop_timer_cancel(self->loop, self->spare_timer);
+    loop_timer_cancel(self->loop, self->collect_timer);
     s_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
     s_flush_pending(self, "rat-py is shutting down");
