@@ -446,6 +446,16 @@ void kernel_check_exit(kernel_t *self)
     s_die(self, s_exit_reason(self, how));
 }
 
+void kernel_reap_destroyed(void)
+{
+    kernel_proc_reap_orphans();
+}
+
+void kernel_reap_all(int max_ms)
+{
+    kernel_proc_reap_all(max_ms);
+}
+
 static void s_connect(kernel_t *self)
 {
     self->got_reply = self->got_iopub = self->chans_up = false;

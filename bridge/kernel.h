@@ -85,6 +85,11 @@ int kernel_interrupt(kernel_t *self);
 int kernel_restart_attached(kernel_t *self);
 /* Called when SIGCHLD arrived: checks whether this kernel's process exited. */
 void kernel_check_exit(kernel_t *self);
+/* Called when SIGCHLD arrived: reaps the processes of destroyed kernels
+ * (kernel_destroy kills them and does not wait). */
+void kernel_reap_destroyed(void);
+/* At exit: makes sure those are gone, waiting at most max_ms. */
+void kernel_reap_all(int max_ms);
 bool kernel_owned(const kernel_t *self);
 pid_t kernel_pid(const kernel_t *self);
 int64_t kernel_started_ms(const kernel_t *self);

@@ -1359,6 +1359,8 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->collect_timer);
     s_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
+    /* Killed kernels are reaped on SIGCHLD; none may outlive the runtime. */
+    kernel_reap_all(2000);
     s_flush_pending(self, "rat-py is shutting down");
     while (self->execs) {
         runtime_exec_t *ex = self->execs;
@@ -1390,6 +1392,7 @@ void runtime_on_sigchld(runtime_t *self)
         kernel_check_exit(self->kernel);
     if (self->spare)
         kernel_check_exit(self->spare);
+    kernel_reap_destroyed();
 }
 
 runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_input)

@@ -562,6 +562,25 @@ static void test_reset_during_restart(void)
     s_stop();
 }
 
+/* Issue 11 item 14: a restart kills the old kernel and does not wait for
+ * it to be reaped (that blocked the loop, and every session, up to 2 s);
+ * it is reaped when SIGCHLD is served, and none is left behind. */
+static void test_restart_does_not_wait_for_the_old_process(void)
+{
+    s_start_ready(false);
+    pid_t old = s_pid(false);
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d);
+    CHECK(kill(old, 0) == 0); /* not reaped inside the restart */
+    SPIN_UNTIL(kill(old, 0) < 0, 10000);
+    CHECK(kill(old, 0) < 0); /* reaped from the loop */
+    s_handshake(g_conns[1]);
+    CHECK_EQ_INT(d.calls, 1);
+    pid_t cur = s_pid(false);
+    s_stop();
+    CHECK(kill(cur, 0) < 0); /* killed and reaped by runtime_destroy */
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -578,6 +597,7 @@ int main(void)
     RUN_CASE(test_restart_then_death_while_starting);
     RUN_CASE(test_spare_death);
     RUN_CASE(test_reset_during_restart);
+    RUN_CASE(test_restart_does_not_wait_for_the_old_process);
     loop_destroy(&g_loop);
     rmdir(g_dir);
     return check_report("unit.runtime");
