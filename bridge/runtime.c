@@ -126,6 +126,9 @@ struct runtime {
     s_pending_reset_t *pending_resets; /* owned: resets waiting for the kernel */
     runtime_done_fn *restart_done; /* pending ctl restart */
     void *restart_ud;
+    /* An attached kernel's restart asked while still attaching: it is sent
+     * once the kernel is ready (its session known, see runtime_restart). */
+    bool restart_on_ready;
     int64_t deaths[DEATH_LIMIT];   /* ring of recent death times */
     unsigned ndeaths, restarts;
     char *last_death;              /* owned */
@@ -988,6 +991,15 @@ static void s_do_reset(runtime_t *self, bool all, runtime_done_fn *done, void *u
 static void s_on_ready(void *ud, kernel_t *k, json_object *info)
 {
     runtime_t *self = ud;
+    if (self->restart_on_ready) {
+        /* Attached now: ask for the restart that was waiting for this. */
+        self->restart_on_ready = false;
+        if (kernel_restart_attached(k) == 0)
+            return; /* STARTING again; restart_done is answered by the new kernel's on_ready or on_dead */
+        runtime_done_fn *d = self->restart_done;
+        self->restart_done = NULL;
+        d(self->restart_ud, false, "could not ask the attached kernel to restart (it does not answer on control)");
+    }
     json_object *li = NULL, *name = NULL;
     if (info && json_object_object_get_ex(info, "language_info", &li) && json_object_object_get_ex(li, "name", &name) &&
         json_object_is_type(name, json_type_string)) {
@@ -1107,7 +1119,9 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     free(self->fail_reason);
     self->fail_reason = NULL;
     char *run_why;
-    if (attached && self->restart_done) {
+    bool restart_sent = !self->restart_on_ready;
+    self->restart_on_ready = false;
+    if (attached && self->restart_done && restart_sent) {
         self->fail_reason = xasprintf("%s; the attached kernel shut down for the restart and nothing started it "
                                       "again (only its owner, such as a Jupyter server, can)", why);
         run_why = xstrdup(self->fail_reason);
@@ -1480,6 +1494,16 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     self->restart_done = done;
     self->restart_ud = ud;
     self->ndeaths = 0;
+    if (self->existing && self->kernel && self->kstate == ST_STARTING) {
+        /* Still attaching: the kernel's session is not known yet, so the
+         * old kernel answering before it shuts down could not be told from
+         * a new one, and the restart would look done at once (issue 11
+         * item 7). Ask once attached; runs queued until then wait for the
+         * kernel after the restart. */
+        self->restart_on_ready = true;
+        s_fail_queued(self, "not run: the kernel was restarted");
+        return;
+    }
     /* An attached kernel is restarted by its owner, on request; ours are
      * replaced. */
     bool attached_restart = self->existing && self->kernel && kernel_restart_attached(self->kernel) == 0;

@@ -581,6 +581,57 @@ static void test_restart_does_not_wait_for_the_old_process(void)
     CHECK(kill(cur, 0) < 0); /* killed and reaped by runtime_destroy */
 }
 
+/* Issue 11 item 7: --existing --allow-restart, ctl restart while still
+ * attaching. The old kernel answers (same session) before it shuts down;
+ * that must not pass for the restarted kernel. Only a new session does. */
+static void test_attached_restart_while_attaching(void)
+{
+    char file[128];
+    snprintf(file, sizeof file, "%s/kernel-attached.json", g_dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("{\"shell_port\": 50001, \"iopub_port\": 50002, \"stdin_port\": 50003, \"control_port\": 50004, "
+          "\"hb_port\": 50005, \"ip\": \"127.0.0.1\", \"key\": \"k\", \"transport\": \"tcp\", "
+          "\"signature_scheme\": \"hmac-sha256\"}",
+          f);
+    fclose(f);
+    runtime_opts_t o = {
+        .existing = file,
+        .runtime_dir = g_dir,
+        .assets_dir = g_dir,
+        .boot_timeout_ms = 30000,
+        .allow_restart = true,
+        .connect = s_fake_new,
+    };
+    char err[256] = "";
+    memset(g_conns, 0, sizeof g_conns);
+    g_nconns = 0;
+    g_rt = runtime_new(g_loop, NULL, &o, err, sizeof err);
+    CHECK(g_rt != NULL);
+    if (!g_rt)
+        return;
+    s_fake_t *fc = g_conns[0];
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d); /* the first call: still attaching */
+    CHECK_EQ_INT(d.calls, 0);
+    s_handshake(fc); /* attached: now the restart is asked for */
+    CHECK(s_last_sent(fc, "shutdown_request", "\"restart\":true") != NULL);
+    s_handshake(fc); /* the old kernel, still answering */
+    s_settle();
+    CHECK_EQ_INT(d.calls, 0);
+    CHECK_EQ_STR(s_state(), "restarting");
+    snprintf(fc->session, sizeof fc->session, "fake-kernel-restarted");
+    s_handshake(fc); /* its owner started a new one */
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(d.ok);
+    CHECK_EQ_STR(s_state(), "idle");
+    runtime_destroy(&g_rt, 0);
+    s_settle();
+    unlink(file);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -598,6 +649,7 @@ int main(void)
     RUN_CASE(test_spare_death);
     RUN_CASE(test_reset_during_restart);
     RUN_CASE(test_restart_does_not_wait_for_the_old_process);
+    RUN_CASE(test_attached_restart_while_attaching);
     loop_destroy(&g_loop);
     rmdir(g_dir);
     return check_report("unit.runtime");
