@@ -132,6 +132,9 @@ struct runtime {
     int64_t deaths[DEATH_LIMIT];   /* ring of recent death times */
     unsigned ndeaths, restarts;
     char *last_death;              /* owned */
+    /* An automatic restart nobody was told about (no run followed by a
+     * caller ended with the death): the next run's output says so. Owned. */
+    char *restart_note;
     uint64_t pump_timer;
     uint64_t collect_timer;        /* frees released executions from the loop */
     kernel_conn_factory_fn *connect; /* NULL: ZeroMQ */
@@ -1140,6 +1143,10 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
         run_why = xasprintf("%s; a new kernel is starting, variables are lost", why);
     }
     self->kstate = ST_FAILED;
+    /* Whether a caller follows a run this death ends: its result tells. */
+    bool told = false;
+    for (runtime_exec_t *ex = self->execs; ex && !told; ex = ex->next)
+        told = ex->state != RUNTIME_EXEC_DONE && ex->has_obs;
     s_drop_reqs(self, run_why);
     if (self->current)
         s_finish(self, self->current, RUNTIME_FAILED, run_why);
@@ -1148,6 +1155,8 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     free(queued_why);
     if (was_ready && !attached && !give_up) {
         self->restarts++;
+        free(self->restart_note);
+        self->restart_note = told ? NULL : xasprintf("[%s; a new kernel was started, variables are lost]", why);
         /* Pending restart/reset requests carry over to the new kernel. */
         s_start_kernel(self);
     } else {
@@ -1284,6 +1293,17 @@ static void s_spare_start(loop_t *loop, void *ud)
     }
 }
 
+/* Every automatic restart is announced in the next result, as a death
+ * during a run is in that run's: the note goes first in the output of the
+ * next run queued. */
+static void s_announce_restart(runtime_t *self, runtime_exec_t *ex)
+{
+    if (!self->restart_note)
+        return;
+    output_write_block(ex->out, self->restart_note, strlen(self->restart_note));
+    FREE_AND_NULL(self->restart_note);
+}
+
 /* Boots a spare in the background when --spare asks for one and there is
  * none, a little after the session's kernel is ready (so the two do not
  * compete while the first one boots). */
@@ -1303,6 +1323,7 @@ static bool s_spare_swap(runtime_t *self, runtime_done_fn *done, void *ud)
         return false;
     self->rev++;
     self->ndeaths = 0;
+    FREE_AND_NULL(self->restart_note); /* asked for: the restart's answer tells */
     kernel_destroy(&self->kernel, 0);
     self->lang = NULL;
     if (self->current)
@@ -1396,6 +1417,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     free(self->implementation);
     json_object_put(self->snapshot);
     free(self->last_death);
+    free(self->restart_note);
     free(self);
     *self_p = NULL;
 }
@@ -1420,6 +1442,7 @@ runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_in
     ex->vars = -1;
     ex->claimed = true;
     ex->out = output_new(self->assets_dir);
+    s_announce_restart(self, ex);
     runtime_exec_t **pp = &self->execs;
     while (*pp)
         pp = &(*pp)->next;
@@ -1494,6 +1517,7 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     self->restart_done = done;
     self->restart_ud = ud;
     self->ndeaths = 0;
+    FREE_AND_NULL(self->restart_note); /* asked for: the restart's answer tells */
     if (self->existing && self->kernel && self->kstate == ST_STARTING) {
         /* Still attaching: the kernel's session is not known yet, so the
          * old kernel answering before it shuts down could not be told from

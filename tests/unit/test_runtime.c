@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "check.h"
 #include "loop.h"
 #include "mem.h"
@@ -319,6 +320,7 @@ typedef struct {
     int done;
     runtime_outcome_t outcome;
     char why[512];
+    char out[512];       /* the rendered output */
     bool release;        /* release the run inside on_done, as tool_run does */
     runtime_exec_t *ex;
 } s_obs_t;
@@ -329,6 +331,11 @@ static void s_on_done(void *ud, runtime_exec_t *ex)
     o->done++;
     o->outcome = runtime_exec_outcome(ex);
     snprintf(o->why, sizeof o->why, "%s", runtime_exec_why(ex) ? runtime_exec_why(ex) : "");
+    buf_t b;
+    buf_init(&b, 0);
+    output_render(runtime_exec_output(ex), &b);
+    snprintf(o->out, sizeof o->out, "%s", buf_str(&b));
+    buf_free(&b);
     if (o->release) {
         runtime_exec_release(ex, false);
         o->ex = NULL;
@@ -442,6 +449,7 @@ static void test_death_while_running(void)
     s_run("print(4)", &o3);
     s_answer_run(g_conns[1], "ok", "4\\n");
     CHECK_EQ_INT(o3.outcome, RUNTIME_OK);
+    CHECK_EQ_STR(o3.out, "4"); /* the death was told in o1's result already */
     s_stop();
 }
 
@@ -632,6 +640,38 @@ static void test_attached_restart_while_attaching(void)
     unlink(file);
 }
 
+/* Issue 11 item 11: a kernel that dies when nobody follows a run (idle, or
+ * a run whose caller has gone, as xeus-python exiting on an interrupt) is
+ * restarted by itself; the next result says so, once. */
+static void test_unfollowed_death_is_announced(void)
+{
+    s_start_ready(false);
+    runtime_exec_t *gone = runtime_execute(g_rt, "import time; time.sleep(60)", false);
+    runtime_exec_release(gone, true); /* its caller returned before the end */
+    s_kill_kernel();
+    CHECK_EQ_INT(g_nconns, 2);
+    s_handshake(g_conns[1]);
+    s_obs_t o;
+    s_run("print(x)", &o);
+    s_answer_run(g_conns[1], "ok", "7\\n");
+    CHECK(strstr(o.out, "[kernel died (signal 9 (Killed)); a new kernel was started, variables are lost]\n7") == o.out);
+    s_obs_t o2;
+    s_run("print(8)", &o2);
+    s_answer_run(g_conns[1], "ok", "8\\n");
+    CHECK_EQ_STR(o2.out, "8");
+    /* Idle death, then a restart asked for: the restart's answer tells. */
+    s_kill_kernel();
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d);
+    s_handshake(g_conns[3]);
+    CHECK(d.ok);
+    s_obs_t o3;
+    s_run("print(9)", &o3);
+    s_answer_run(g_conns[3], "ok", "9\\n");
+    CHECK_EQ_STR(o3.out, "9");
+    s_stop();
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -650,6 +690,7 @@ int main(void)
     RUN_CASE(test_reset_during_restart);
     RUN_CASE(test_restart_does_not_wait_for_the_old_process);
     RUN_CASE(test_attached_restart_while_attaching);
+    RUN_CASE(test_unfollowed_death_is_announced);
     loop_destroy(&g_loop);
     rmdir(g_dir);
     return check_report("unit.runtime");
