@@ -1142,7 +1142,10 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     } else {
         run_why = xasprintf("%s; a new kernel is starting, variables are lost", why);
     }
-    self->kstate = ST_FAILED;
+    bool restart = was_ready && !attached && !give_up;
+    /* What the callbacks below see: requests they make wait for the new
+     * kernel (or fail with the reason), none finds a half-replaced one. */
+    self->kstate = restart ? ST_STARTING : ST_FAILED;
     /* Whether a caller follows a run this death ends: its result tells. */
     bool told = false;
     for (runtime_exec_t *ex = self->execs; ex && !told; ex = ex->next)
@@ -1153,12 +1156,14 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     char *queued_why = xasprintf("not run: %s", run_why);
     s_fail_queued(self, queued_why);
     free(queued_why);
-    if (was_ready && !attached && !give_up) {
+    if (restart) {
         self->restarts++;
         free(self->restart_note);
         self->restart_note = told ? NULL : xasprintf("[%s; a new kernel was started, variables are lost]", why);
         /* Pending restart/reset requests carry over to the new kernel. */
         s_start_kernel(self);
+        if (self->kstate == ST_FAILED)
+            s_flush_pending(self, self->fail_reason);
     } else {
         s_flush_pending(self, self->fail_reason);
     }
@@ -1326,6 +1331,7 @@ static bool s_spare_swap(runtime_t *self, runtime_done_fn *done, void *ud)
     FREE_AND_NULL(self->restart_note); /* asked for: the restart's answer tells */
     kernel_destroy(&self->kernel, 0);
     self->lang = NULL;
+    self->kstate = ST_STARTING; /* for the callbacks below: no kernel until the swap */
     if (self->current)
         s_finish(self, self->current, RUNTIME_FAILED, "interrupted: the kernel was restarted");
     s_fail_queued(self, "not run: the kernel was restarted");
