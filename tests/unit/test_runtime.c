@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "check.h"
+#include "kernel_proc.h"
 #include "loop.h"
 #include "mem.h"
 #include "runtime.h"
@@ -575,13 +576,29 @@ static void test_reset_during_restart(void)
  * it is reaped when SIGCHLD is served, and none is left behind. */
 static void test_restart_does_not_wait_for_the_old_process(void)
 {
-    s_start_ready(false);
-    pid_t old = s_pid(false);
+    /* Seen rarely under valgrind only: the old `sleep` already gone when
+     * the restart runs (nothing to wait for then). Before the fix every
+     * attempt fails (the restart reaped it), so a few attempts are
+     * allowed. */
+    bool waited = true;
+    pid_t old = 0;
     s_done_t d = {0};
-    runtime_restart(g_rt, s_done, &d);
-    CHECK(kill(old, 0) == 0); /* not reaped inside the restart */
+    for (int attempt = 0; attempt < 3 && waited; attempt++) {
+        if (attempt) {
+            fprintf(stderr, "note: kernel pid %ld was gone at once; again\n", (long)old);
+            s_stop();
+        }
+        s_start_ready(false);
+        old = s_pid(false);
+        memset(&d, 0, sizeof d);
+        runtime_restart(g_rt, s_done, &d);
+        waited = kill(old, 0) != 0;
+    }
+    CHECK(!waited); /* not reaped inside the restart */
+    CHECK_EQ_INT(kernel_proc_orphans(), 1); /* left to the SIGCHLD reaper */
     SPIN_UNTIL(kill(old, 0) < 0, 10000);
     CHECK(kill(old, 0) < 0); /* reaped from the loop */
+    CHECK_EQ_INT(kernel_proc_orphans(), 0);
     s_handshake(g_conns[1]);
     CHECK_EQ_INT(d.calls, 1);
     pid_t cur = s_pid(false);
