@@ -63,9 +63,40 @@ struct kernel {
     char **env_extra;             /* owned copy */
     char *cwd;                    /* owned copy */
     int retries;
+    kernel_conn_factory_fn *connect; /* NULL: kernel_zmq_new */
+    void *connect_ud;
+    /* Lifetime (kernel.h): depth counts our frames that called a handler
+     * and are still on the stack; a kernel destroyed while depth > 0 is
+     * doomed (closed, silent) and freed by free_timer from the loop. */
+    int depth;
+    bool doomed;
+    uint64_t free_timer;
 };
 
 static int s_launch(kernel_t *self, char *err, size_t errlen);
+static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m);
+static void s_on_conn_event(void *ud, kconn_event_t ev);
+
+/* Brackets every call of an owner's handler. s_leave returns false when the
+ * handler destroyed the kernel: the caller then returns at once, and the
+ * memory stays valid until the loop frees it. */
+static void s_enter(kernel_t *self)
+{
+    self->depth++;
+}
+
+static bool s_leave(kernel_t *self)
+{
+    self->depth--;
+    return !self->doomed;
+}
+
+static kernel_conn_t *s_new_conn(kernel_t *self, char *err, size_t errlen)
+{
+    if (self->connect)
+        return self->connect(self->connect_ud, self->loop, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+    return kernel_zmq_new(self->loop, self->zctx, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+}
 
 /* The kernel's extra environment: the kernelspec's `env` with ${VAR}
  * expanded from ours (as jupyter_client does), then the caller's (which
@@ -149,15 +180,19 @@ void kernel_stats(const kernel_t *self, kconn_stats_t *out)
         memset(out, 0, sizeof *out);
 }
 
-/* Events go out from a 0 ms timer so that handlers may destroy the kernel. */
+/* A death goes out from a 0 ms timer: kernel_check_exit and the timers
+ * that find it are called by owners who do not expect a handler to run. */
 static void s_emit_dead(loop_t *loop, void *ud)
 {
     kernel_t *self = ud;
     self->event_timer = 0;
     char *why = self->dead_why;
     self->dead_why = NULL;
-    if (self->ev.on_dead)
+    if (self->ev.on_dead) {
+        s_enter(self);
         self->ev.on_dead(self->ud, self, why ? why : "the kernel stopped");
+        s_leave(self);
+    }
     free(why);
 }
 
@@ -224,6 +259,8 @@ static void s_become_ready(kernel_t *self)
 static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
 {
     kernel_t *self = ud;
+    if (self->doomed)
+        return;
     const char *session = wire_get_str(m->header, "session");
     if (self->state == KERNEL_STARTING && self->stale_session && session && strcmp(session, self->stale_session) == 0)
         return; /* the kernel before the restart, still answering */
@@ -249,8 +286,11 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
             }
         }
         if (self->got_reply && self->got_iopub && self->chans_up) {
+            /* The reply and status of the handshake are ours, not the
+             * owner's. on_ready may destroy us: nothing follows it. */
+            s_enter(self);
             s_become_ready(self);
-            /* The reply and status of the handshake are ours, not the owner's. */
+            s_leave(self);
             return;
         }
         if (ch == KCHAN_SHELL && strcmp(m->msg_type, "kernel_info_reply") == 0)
@@ -258,8 +298,11 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
     }
     if (self->state == KERNEL_DEAD)
         return;
-    if (self->ev.on_msg)
+    if (self->ev.on_msg) {
+        s_enter(self);
         self->ev.on_msg(self->ud, self, ch, m);
+        s_leave(self);
+    }
 }
 
 /* Whether this kernel answers heartbeats while it runs code (ipykernel
@@ -291,10 +334,15 @@ static void s_hb_dead(loop_t *loop, void *ud)
 static void s_on_conn_event(void *ud, kconn_event_t ev)
 {
     kernel_t *self = ud;
+    if (self->doomed)
+        return;
     if (ev == KCONN_UP) {
         self->chans_up = true;
-        if (self->state == KERNEL_STARTING && self->got_reply && self->got_iopub)
+        if (self->state == KERNEL_STARTING && self->got_reply && self->got_iopub) {
+            s_enter(self);
             s_become_ready(self);
+            s_leave(self);
+        }
         return;
     }
     bool ok = ev == KCONN_HB_OK;
@@ -306,8 +354,11 @@ static void s_on_conn_event(void *ud, kconn_event_t ev)
         loop_timer_cancel(self->loop, self->hb_dead_timer);
         self->hb_dead_timer = ok ? 0 : loop_timer(self->loop, HB_DEAD_MS, s_hb_dead, self);
     }
-    if (self->ev.on_heartbeat)
+    if (self->ev.on_heartbeat) {
+        s_enter(self);
         self->ev.on_heartbeat(self->ud, self, ok);
+        s_leave(self);
+    }
 }
 
 static void s_boot_timeout(loop_t *loop, void *ud)
@@ -395,6 +446,16 @@ void kernel_check_exit(kernel_t *self)
     s_die(self, s_exit_reason(self, how));
 }
 
+void kernel_reap_destroyed(void)
+{
+    kernel_proc_reap_orphans();
+}
+
+void kernel_reap_all(int max_ms)
+{
+    kernel_proc_reap_all(max_ms);
+}
+
 static void s_connect(kernel_t *self)
 {
     self->got_reply = self->got_iopub = self->chans_up = false;
@@ -455,7 +516,7 @@ static int s_launch(kernel_t *self, char *err, size_t errlen)
         return -1;
     }
     log_info("kernel pid %ld started: %s", (long)kernel_proc_pid(self->proc), self->conn_path);
-    self->conn = kernel_zmq_new(self->loop, self->zctx, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+    self->conn = s_new_conn(self, err, errlen);
     if (!self->conn)
         return -1;
     s_connect(self);
@@ -470,6 +531,8 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const k
     self->zctx = zctx;
     self->ev = *ev;
     self->ud = ud;
+    self->connect = o->connect;
+    self->connect_ud = o->connect_ud;
     self->state = KERNEL_STARTING;
     self->hb_ok = true;
     self->boot_timeout_ms = o->boot_timeout_ms > 0 ? o->boot_timeout_ms : 60000;
@@ -480,7 +543,7 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const k
         if (connfile_read(o->existing, &self->ci, err, errlen) < 0)
             goto fail;
         self->interrupt_message = true; /* no process to signal */
-        self->conn = kernel_zmq_new(loop, zctx, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+        self->conn = s_new_conn(self, err, errlen);
         if (!self->conn)
             goto fail;
         s_connect(self);
@@ -506,11 +569,38 @@ fail:
     return NULL;
 }
 
+/* The memory, and the connection (whose callbacks may be on the stack when
+ * the kernel is destroyed: see kernel_conn.h). */
+static void s_free(kernel_t *self)
+{
+    kernel_conn_destroy(&self->conn);
+    connfile_free(&self->ci);
+    json_object_put(self->info);
+    strv_free(self->argv_template);
+    strv_free(self->env_extra);
+    free(self->cwd);
+    free(self->conn_path);
+    free(self->log_path);
+    free(self->runtime_dir);
+    free(self->dead_why);
+    free(self->session);
+    free(self->stale_session);
+    free(self);
+}
+
+static void s_free_timer(loop_t *loop, void *ud)
+{
+    s_free(ud);
+}
+
 void kernel_destroy(kernel_t **self_p, int grace_ms)
 {
     if (!self_p || !*self_p)
         return;
     kernel_t *self = *self_p;
+    *self_p = NULL;
+    if (self->doomed)
+        return;
     loop_timer_cancel(self->loop, self->nudge_timer);
     loop_timer_cancel(self->loop, self->boot_timer);
     loop_timer_cancel(self->loop, self->event_timer);
@@ -525,24 +615,19 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         kernel_proc_stop(self->proc, grace_ms);
         kernel_proc_destroy(&self->proc);
     }
-    kernel_conn_destroy(&self->conn);
     if (self->owned_file && self->conn_path)
         unlink(self->conn_path);
     if (self->log_path && self->argv_template)
         unlink(self->log_path);
-    connfile_free(&self->ci);
-    json_object_put(self->info);
-    strv_free(self->argv_template);
-    strv_free(self->env_extra);
-    free(self->cwd);
-    free(self->conn_path);
-    free(self->log_path);
-    free(self->runtime_dir);
-    free(self->dead_why);
-    free(self->session);
-    free(self->stale_session);
-    free(self);
-    *self_p = NULL;
+    if (self->depth > 0) {
+        /* Inside one of our handlers: silent from now on, freed from the loop. */
+        self->doomed = true;
+        self->state = KERNEL_DEAD;
+        memset(&self->ev, 0, sizeof self->ev);
+        self->free_timer = loop_timer(self->loop, 0, s_free_timer, self);
+        return;
+    }
+    s_free(self);
 }
 
 int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *content, json_object *parent,

@@ -6,8 +6,16 @@
  * (ipykernel < 7.2 sends no iopub_welcome, so kernel_info_request is re-sent
  * until iopub traffic shows up; jupyter_client does the same). Death is seen
  * from waitpid (owned) or the heartbeat (attached), never guessed from a busy
- * kernel's silence. Events are delivered from the loop, never from inside a
- * kernel_* call, so handlers may destroy the kernel. */
+ * kernel's silence.
+ *
+ * Events and lifetime (the rule every layer follows: nothing is freed under
+ * a caller that may still use it). Events are never delivered from inside a
+ * kernel_* call: on_dead comes from a 0 ms timer, on_ready, on_msg and
+ * on_heartbeat from the connection's callbacks. Any handler may call
+ * kernel_destroy, on this kernel too: it is closed at once (no further
+ * events, its process killed, its files removed) and its memory and
+ * connection are freed from the loop, after every frame that uses them has
+ * returned. Handlers may also destroy or start other kernels. */
 #ifndef RAT_KERNEL_H
 #define RAT_KERNEL_H
 
@@ -42,6 +50,8 @@ typedef struct {
     char *const *env_extra;    /* extra "KEY=VALUE" for the kernel */
     const char *runtime_dir;   /* where connection and log files go */
     int boot_timeout_ms;       /* give up on readiness after this long */
+    kernel_conn_factory_fn *connect; /* makes the connection; NULL: ZeroMQ */
+    void *connect_ud;          /* the factory's own argument */
 } kernel_opts_t;
 
 /* Starts (or attaches to) a kernel. Returns NULL with err filled when nothing
@@ -50,7 +60,8 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *opts, cons
                        char *err, size_t errlen);
 /* Stops an owned kernel (shutdown_request, then SIGTERM/SIGKILL of its
  * group within grace_ms), removes its files, and frees. An attached kernel is
- * only disconnected. */
+ * only disconnected. Allowed inside this kernel's own handlers (the memory
+ * is then freed from the loop); *self_p is NULL on return either way. */
 void kernel_destroy(kernel_t **self_p, int grace_ms);
 
 /* Hands the kernel's events to another owner (a warm spare becoming the
@@ -74,6 +85,11 @@ int kernel_interrupt(kernel_t *self);
 int kernel_restart_attached(kernel_t *self);
 /* Called when SIGCHLD arrived: checks whether this kernel's process exited. */
 void kernel_check_exit(kernel_t *self);
+/* Called when SIGCHLD arrived: reaps the processes of destroyed kernels
+ * (kernel_destroy kills them and does not wait). */
+void kernel_reap_destroyed(void);
+/* At exit: makes sure those are gone, waiting at most max_ms. */
+void kernel_reap_all(int max_ms);
 bool kernel_owned(const kernel_t *self);
 pid_t kernel_pid(const kernel_t *self);
 int64_t kernel_started_ms(const kernel_t *self);

@@ -3,13 +3,25 @@
  * A connection sends messages on a channel and delivers verified, parsed
  * messages and connection events to its owner. ZMQ (kernel_zmq.c) is one
  * implementation; a Jupyter Server WebSocket connection can be another,
- * without changing the code that uses this interface. */
+ * and the unit tests hand the runtime a fake one (kernel_conn_factory_fn),
+ * without changing the code that uses this interface.
+ *
+ * Callbacks and lifetime: on_msg and on_event are called from the
+ * connection's own loop callbacks, and an implementation may use itself
+ * after a handler returns (kernel_zmq keeps draining its socket). So the
+ * owner never destroys a connection from inside one of its handlers: it
+ * destroys it from the loop (kernel.c frees a kernel destroyed inside a
+ * handler, and its connection, from a 0 ms timer). This is the rule that
+ * runs through every layer (see kernel.h, runtime.h): nothing is freed
+ * under a caller that may still use it. */
 #ifndef RAT_KERNEL_CONN_H
 #define RAT_KERNEL_CONN_H
 
 #include <stdbool.h>
 #include <json-c/json.h>
 
+#include "connfile.h"
+#include "loop.h"
 #include "wire.h"
 
 typedef enum { KCHAN_SHELL, KCHAN_CONTROL, KCHAN_STDIN, KCHAN_IOPUB, KCHAN_COUNT } kchan_t;
@@ -54,6 +66,14 @@ struct kernel_conn {
     kernel_conn_event_fn *on_event;
     void *ud;
 };
+
+/* Makes a connection to the kernel described by ci, delivering to on_msg and
+ * on_event with ud. factory_ud is the factory's own. Returns NULL with err
+ * filled when it cannot. kernel.c uses ZeroMQ (kernel_zmq_new) unless its
+ * options name another factory. */
+typedef kernel_conn_t *(kernel_conn_factory_fn)(void *factory_ud, loop_t *loop, const connfile_t *ci,
+                                                kernel_conn_msg_fn *on_msg, kernel_conn_event_fn *on_event,
+                                                void *ud, char *err, size_t errlen);
 
 static inline int kernel_conn_send(kernel_conn_t *c, kchan_t ch, const char *msg_type, const char *content,
                                    json_object *parent, char id_out[WIRE_ID_LEN + 1])

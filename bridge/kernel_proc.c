@@ -245,8 +245,51 @@ void kernel_proc_stop(kernel_proc_t *self, int grace_ms)
     }
     kill(-self->pid, SIGKILL);
     kill(self->pid, SIGKILL);
-    for (int waited = 0; waited < 2000 && !kernel_proc_reap(self, NULL); waited += 2)
+    /* No waiting here: a process may take a while to go (a kernel that
+     * holds gigabytes unmaps them first), and this runs on the loop that
+     * serves every session. kernel_proc_destroy leaves it to
+     * kernel_proc_reap_orphans, which SIGCHLD drives. */
+}
+
+/* Killed processes not reaped yet (their SIGCHLD is still to come). */
+static pid_t *s_orphans;
+static size_t s_norphans, s_orphans_cap;
+
+void kernel_proc_reap_orphans(void)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s_norphans; i++) {
+        pid_t r = waitpid(s_orphans[i], NULL, WNOHANG);
+        if (r == 0 || (r < 0 && errno == EINTR))
+            s_orphans[k++] = s_orphans[i]; /* still going */
+    }
+    s_norphans = k;
+    if (!s_norphans) {
+        free(s_orphans);
+        s_orphans = NULL;
+        s_orphans_cap = 0;
+    }
+}
+
+size_t kernel_proc_orphans(void)
+{
+    return s_norphans;
+}
+
+void kernel_proc_reap_all(int max_ms)
+{
+    for (size_t i = 0; i < s_norphans; i++) {
+        kill(-s_orphans[i], SIGKILL);
+        kill(s_orphans[i], SIGKILL);
+    }
+    for (int waited = 0;; waited += 2) {
+        kernel_proc_reap_orphans();
+        if (!s_norphans || waited >= max_ms)
+            break;
         s_sleep_ms(2);
+    }
+    if (s_norphans)
+        log_warn("%zu killed kernel process(es) still not reaped after %d ms", s_norphans, max_ms);
 }
 
 void kernel_proc_destroy(kernel_proc_t **self_p)
@@ -255,6 +298,13 @@ void kernel_proc_destroy(kernel_proc_t **self_p)
         return;
     kernel_proc_t *self = *self_p;
     kernel_proc_stop(self, 0);
+    if (!self->exited) {
+        if (s_norphans == s_orphans_cap) {
+            s_orphans_cap = s_orphans_cap ? s_orphans_cap * 2 : 4;
+            s_orphans = xrealloc(s_orphans, s_orphans_cap * sizeof *s_orphans);
+        }
+        s_orphans[s_norphans++] = self->pid;
+    }
     free(self->log_path);
     free(self);
     *self_p = NULL;

@@ -36,11 +36,21 @@ bool kernel_proc_is_stopped(const kernel_proc_t *self);
  * the wait status. */
 bool kernel_proc_reap(kernel_proc_t *self, int *status);
 bool kernel_proc_exited(const kernel_proc_t *self);
-/* SIGTERM to the group, wait up to grace_ms, then SIGKILL and reap. Blocks at
- * most grace_ms + ~100 ms. */
+/* SIGTERM to the group and wait up to grace_ms (0: not at all) for it to
+ * exit, then SIGKILL to the group. Never waits after the SIGKILL: it runs on
+ * the loop that serves every session. */
 void kernel_proc_stop(kernel_proc_t *self, int grace_ms);
-/* Stops the process if needed (no grace) and frees. */
+/* Stops the process if needed (no grace) and frees. A process that has not
+ * exited yet is reaped later by kernel_proc_reap_orphans. */
 void kernel_proc_destroy(kernel_proc_t **self_p);
+/* Reaps, without blocking, the killed processes of destroyed kernel_procs
+ * (call on SIGCHLD). */
+void kernel_proc_reap_orphans(void);
+/* How many of them are still to be reaped. */
+size_t kernel_proc_orphans(void);
+/* At exit: SIGKILLs them again and waits up to max_ms until all are reaped,
+ * so rat-py never leaves a kernel behind. */
+void kernel_proc_reap_all(int max_ms);
 /* "signal 9 (Killed)" / "exit code 1" for a wait status, into out. */
 void kernel_proc_describe(int status, char *out, size_t outlen);
 /* Last up to max bytes of the log file (for error messages). Caller owns it. */

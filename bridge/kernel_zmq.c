@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "buf.h"
@@ -110,8 +111,10 @@ static void s_recv_all(s_zconn_t *self, s_chan_t *c)
         }
         for (size_t i = 0; i < n; i++)
             zmq_msg_close(&frames[i]);
-        /* on_msg may have destroyed us (e.g. a restart decided inside it);
-         * owners never do that synchronously, see kernel.c. */
+        /* We go on using self and c after on_msg: owners never destroy a
+         * connection from inside its handlers (kernel_conn.h); kernel.c
+         * frees a kernel destroyed there, and this connection, from the
+         * loop. */
     }
 }
 
@@ -278,8 +281,10 @@ static const kernel_conn_ops_t s_ops = {
     .destroy = s_destroy,
 };
 
-static void *s_socket(void *zctx, int type, const connfile_t *ci, int which, const char *identity, char *err,
-                      size_t errlen)
+int kernel_zmq_test_connect_delay_ms;
+
+/* A socket with our options, not connected yet (see s_connect_to). */
+static void *s_socket(void *zctx, int type, const char *identity, char *err, size_t errlen)
 {
     void *s = zmq_socket(zctx, type);
     if (!s) {
@@ -308,14 +313,23 @@ static void *s_socket(void *zctx, int type, const connfile_t *ci, int which, con
         zmq_setsockopt(s, ZMQ_REQ_RELAXED, &one, sizeof one);
         zmq_setsockopt(s, ZMQ_REQ_CORRELATE, &one, sizeof one);
     }
+    return s;
+}
+
+static int s_connect_to(void *s, const connfile_t *ci, int which, char *err, size_t errlen)
+{
     char ep[300];
     connfile_endpoint(ci, which, ep, sizeof ep);
     if (zmq_connect(s, ep) < 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", ep, zmq_strerror(errno));
-        zmq_close(s);
-        return NULL;
+        return -1;
     }
-    return s;
+    if (kernel_zmq_test_connect_delay_ms > 0) {
+        struct timespec ts = {.tv_sec = kernel_zmq_test_connect_delay_ms / 1000,
+                              .tv_nsec = (long)(kernel_zmq_test_connect_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
 }
 
 kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
@@ -342,12 +356,15 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, ke
         s_chan_t *c = &self->chans[i];
         c->conn = self;
         c->ch = i;
-        c->sock = s_socket(zctx, types[i], ci, ports[i], types[i] == ZMQ_DEALER ? self->session : NULL, err, errlen);
+        c->sock = s_socket(zctx, types[i], types[i] == ZMQ_DEALER ? self->session : NULL, err, errlen);
         if (!c->sock) {
             s_destroy(&self->base);
             return NULL;
         }
         c->watch = loop_watch_zsock(loop, c->sock, ZMQ_POLLIN, s_on_readable, c);
+        /* The monitor before the connect: with a kernel already listening
+         * (attaching) the handshake can finish at once, and a monitor
+         * started after it would never report it (issue 14 item 3). */
         if (types[i] == ZMQ_DEALER) {
             char addr[96];
             snprintf(addr, sizeof addr, "inproc://rat-monitor-%p-%d", (void *)self, (int)i);
@@ -361,9 +378,13 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, ke
             }
             c->mon_watch = loop_watch_zsock(loop, c->mon, ZMQ_POLLIN, s_on_monitor, c);
         }
+        if (s_connect_to(c->sock, ci, ports[i], err, errlen) < 0) {
+            s_destroy(&self->base);
+            return NULL;
+        }
     }
-    self->hb = s_socket(zctx, ZMQ_REQ, ci, CONN_HB, NULL, err, errlen);
-    if (!self->hb) {
+    self->hb = s_socket(zctx, ZMQ_REQ, NULL, err, errlen);
+    if (!self->hb || s_connect_to(self->hb, ci, CONN_HB, err, errlen) < 0) {
         s_destroy(&self->base);
         return NULL;
     }

@@ -20,4 +20,8 @@
 kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
                               kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen);
 
+/* For tests only: sleep this long (ms) after each socket's connect, so a
+ * test can let the handshakes finish before anything else is set up. */
+extern int kernel_zmq_test_connect_delay_ms;
+
 #endif

@@ -159,10 +159,19 @@ struct runtime {
     s_pending_reset_t *pending_resets; /* owned: resets waiting for the kernel */
     runtime_done_fn *restart_done; /* pending ctl restart */
     void *restart_ud;
+    /* An attached kernel's restart asked while still attaching: it is sent
+     * once the kernel is ready (its session known, see runtime_restart). */
+    bool restart_on_ready;
     int64_t deaths[DEATH_LIMIT];   /* ring of recent death times */
     unsigned ndeaths, restarts;
     char *last_death;              /* owned */
+    /* An automatic restart nobody was told about (no run followed by a
+     * caller ended with the death): the next run's output says so. Owned. */
+    char *restart_note;
     uint64_t pump_timer;
+    uint64_t collect_timer;        /* frees released executions from the loop */
+    kernel_conn_factory_fn *connect; /* NULL: ZeroMQ */
+    void *connect_ud;
     /* --spare: a second kernel booted in the background and swapped in on
      * restart (and reset all), then replaced. */
     bool want_spare;
@@ -313,9 +322,11 @@ static void s_exec_free(runtime_exec_t *ex)
 }
 
 /* Frees finished executions nobody follows, and keeps at most MAX_DETACHED
- * finished detached ones. */
-static void s_collect(runtime_t *self)
+ * finished detached ones. Runs from the loop only (s_collect). */
+static void s_collect_now(loop_t *loop, void *ud)
 {
+    runtime_t *self = ud;
+    self->collect_timer = 0;
     size_t detached_done = 0;
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next)
         if (ex->state == RUNTIME_EXEC_DONE && ex->detached && !ex->claimed)
@@ -333,6 +344,15 @@ static void s_collect(runtime_t *self)
         }
         ex = next;
     }
+}
+
+/* Executions are finished and released inside callbacks (on_done releases
+ * the run it was told about, and its callers, s_finish's callers among
+ * them, still read it): they are freed from the loop, never here. */
+static void s_collect(runtime_t *self)
+{
+    if (!self->collect_timer)
+        self->collect_timer = loop_timer(self->loop, 0, s_collect_now, self);
 }
 
 static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, const char *why)
@@ -360,16 +380,17 @@ static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outc
     s_cancel_settle(self, ex);
     self->rev++;
     if (ex->has_obs && ex->obs.on_done)
-        ex->obs.on_done(ex->obs_ud, ex); /* may release ex */
+        ex->obs.on_done(ex->obs_ud, ex); /* may release ex: still valid, freed from the loop */
     s_collect(self);
 }
 
 static void s_snapshot_timeout(loop_t *loop, void *ud)
 {
     runtime_exec_t *ex = ud;
+    runtime_t *self = ex->rt;
     ex->snapshot_timer = 0;
-    s_finish(ex->rt, ex, RUNTIME_ERROR, NULL);
-    s_pump(ex->rt);
+    s_finish(self, ex, RUNTIME_ERROR, NULL);
+    s_pump(self);
 }
 
 static s_req_t *s_req_add(runtime_t *self, s_req_kind_t kind, const char *msg_id)
@@ -1278,6 +1299,15 @@ static void s_do_reset(runtime_t *self, bool all, runtime_done_fn *done, void *u
 static void s_on_ready(void *ud, kernel_t *k, json_object *info)
 {
     runtime_t *self = ud;
+    if (self->restart_on_ready) {
+        /* Attached now: ask for the restart that was waiting for this. */
+        self->restart_on_ready = false;
+        if (kernel_restart_attached(k) == 0)
+            return; /* STARTING again; restart_done is answered by the new kernel's on_ready or on_dead */
+        runtime_done_fn *d = self->restart_done;
+        self->restart_done = NULL;
+        d(self->restart_ud, false, "could not ask the attached kernel to restart (it does not answer on control)");
+    }
     json_object *li = NULL, *name = NULL;
     if (info && json_object_object_get_ex(info, "language_info", &li) && json_object_object_get_ex(li, "name", &name) &&
         json_object_is_type(name, json_type_string)) {
@@ -1400,7 +1430,9 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     free(self->fail_reason);
     self->fail_reason = NULL;
     char *run_why;
-    if (attached && self->restart_done) {
+    bool restart_sent = !self->restart_on_ready;
+    self->restart_on_ready = false;
+    if (attached && self->restart_done && restart_sent) {
         self->fail_reason = xasprintf("%s; the attached kernel shut down for the restart and nothing started it "
                                       "again (only its owner, such as a Jupyter server, can)", why);
         run_why = xstrdup(self->fail_reason);
@@ -1418,17 +1450,28 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     } else {
         run_why = xasprintf("%s; a new kernel is starting, variables are lost", why);
     }
-    self->kstate = ST_FAILED;
+    bool restart = was_ready && !attached && !give_up;
+    /* What the callbacks below see: requests they make wait for the new
+     * kernel (or fail with the reason), none finds a half-replaced one. */
+    self->kstate = restart ? ST_STARTING : ST_FAILED;
+    /* Whether a caller follows a run this death ends: its result tells. */
+    bool told = false;
+    for (runtime_exec_t *ex = self->execs; ex && !told; ex = ex->next)
+        told = ex->state != RUNTIME_EXEC_DONE && ex->has_obs;
     s_drop_reqs(self, run_why);
     if (self->current)
         s_finish(self, self->current, RUNTIME_FAILED, run_why);
     char *queued_why = xasprintf("not run: %s", run_why);
     s_fail_queued(self, queued_why);
     free(queued_why);
-    if (was_ready && !attached && !give_up) {
+    if (restart) {
         self->restarts++;
+        free(self->restart_note);
+        self->restart_note = told ? NULL : xasprintf("[%s; a new kernel was started, variables are lost]", why);
         /* Pending restart/reset requests carry over to the new kernel. */
         s_start_kernel(self);
+        if (self->kstate == ST_FAILED)
+            s_flush_pending(self, self->fail_reason);
     } else {
         s_flush_pending(self, self->fail_reason);
     }
@@ -1460,6 +1503,8 @@ static void s_start_kernel(runtime_t *self)
         .env_extra = self->env_extra,
         .runtime_dir = self->runtime_dir,
         .boot_timeout_ms = self->boot_timeout_ms,
+        .connect = self->connect,
+        .connect_ud = self->connect_ud,
     };
     char err[1024];
     self->kstate = ST_STARTING;
@@ -1550,6 +1595,8 @@ static void s_spare_start(loop_t *loop, void *ud)
         .env_extra = self->env_extra,
         .runtime_dir = self->runtime_dir,
         .boot_timeout_ms = self->boot_timeout_ms,
+        .connect = self->connect,
+        .connect_ud = self->connect_ud,
     };
     char err[1024];
     self->spare = kernel_start(self->loop, self->zctx, &ko, &s_spare_events, self, err, sizeof err);
@@ -1557,6 +1604,17 @@ static void s_spare_start(loop_t *loop, void *ud)
         log_warn("spare kernel: %s", err);
         self->spare_failures++;
     }
+}
+
+/* Every automatic restart is announced in the next result, as a death
+ * during a run is in that run's: the note goes first in the output of the
+ * next run queued. */
+static void s_announce_restart(runtime_t *self, runtime_exec_t *ex)
+{
+    if (!self->restart_note)
+        return;
+    output_write_block(ex->out, self->restart_note, strlen(self->restart_note));
+    FREE_AND_NULL(self->restart_note);
 }
 
 /* Boots a spare in the background when --spare asks for one and there is
@@ -1578,8 +1636,10 @@ static bool s_spare_swap(runtime_t *self, runtime_done_fn *done, void *ud)
         return false;
     self->rev++;
     self->ndeaths = 0;
+    FREE_AND_NULL(self->restart_note); /* asked for: the restart's answer tells */
     kernel_destroy(&self->kernel, 0);
     self->lang = NULL;
+    self->kstate = ST_STARTING; /* for the callbacks below: no kernel until the swap */
     if (self->current)
         s_finish(self, self->current, RUNTIME_FAILED, "interrupted: the kernel was restarted");
     s_fail_queued(self, "not run: the kernel was restarted");
@@ -1619,6 +1679,8 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
     self->boot_timeout_ms = o->boot_timeout_ms;
     self->allow_restart = o->allow_restart;
     self->want_spare = o->spare;
+    self->connect = o->connect;
+    self->connect_ud = o->connect_ud;
     self->vars = -1;
     self->next_id = 1;
     if (!self->existing && !self->argv) {
@@ -1643,8 +1705,11 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     runtime_t *self = *self_p;
     loop_timer_cancel(self->loop, self->pump_timer);
     loop_timer_cancel(self->loop, self->spare_timer);
+    loop_timer_cancel(self->loop, self->collect_timer);
     s_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
+    /* Killed kernels are reaped on SIGCHLD; none may outlive the runtime. */
+    kernel_reap_all(2000);
     s_flush_pending(self, "rat-py is shutting down");
     while (self->execs) {
         runtime_exec_t *ex = self->execs;
@@ -1666,6 +1731,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     free(self->implementation);
     json_object_put(self->snapshot);
     free(self->last_death);
+    free(self->restart_note);
     free(self);
     *self_p = NULL;
 }
@@ -1676,6 +1742,7 @@ void runtime_on_sigchld(runtime_t *self)
         kernel_check_exit(self->kernel);
     if (self->spare)
         kernel_check_exit(self->spare);
+    kernel_reap_destroyed();
 }
 
 runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_input)
@@ -1689,6 +1756,7 @@ runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_in
     ex->vars = -1;
     ex->claimed = true;
     ex->out = output_new(self->assets_dir);
+    s_announce_restart(self, ex);
     runtime_exec_t **pp = &self->execs;
     while (*pp)
         pp = &(*pp)->next;
@@ -1819,6 +1887,17 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     self->restart_done = done;
     self->restart_ud = ud;
     self->ndeaths = 0;
+    FREE_AND_NULL(self->restart_note); /* asked for: the restart's answer tells */
+    if (self->existing && self->kernel && self->kstate == ST_STARTING) {
+        /* Still attaching: the kernel's session is not known yet, so the
+         * old kernel answering before it shuts down could not be told from
+         * a new one, and the restart would look done at once (issue 11
+         * item 7). Ask once attached; runs queued until then wait for the
+         * kernel after the restart. */
+        self->restart_on_ready = true;
+        s_fail_queued(self, "not run: the kernel was restarted");
+        return;
+    }
     /* An attached kernel is restarted by its owner, on request; ours are
      * replaced. */
     bool attached_restart = self->existing && self->kernel && kernel_restart_attached(self->kernel) == 0;

@@ -7,7 +7,21 @@
  * the kernel. Busy/idle comes from the kernel's iopub status and
  * execute_reply (a run is done when both have arrived), never from timers.
  *
- * Knows Jupyter, not MCP: tools observe executions through callbacks. */
+ * Knows Jupyter, not MCP: tools observe executions through callbacks.
+ *
+ * Callbacks and lifetime (the rule of every layer, see kernel.h: nothing is
+ * freed under a caller that may still use it). Observers (on_output,
+ * on_input, on_done) and the done/reply/text callbacks may be called from
+ * inside runtime_* calls (a cancelled queued run finishes inside
+ * runtime_cancel) as well as from the loop. Inside them a caller may
+ * release executions (runtime_exec_release): a released execution is freed
+ * from the loop, never under the frame that finished it, so the runtime
+ * and the observer's callers may still read it until they return. They may
+ * read state and answer their own callers, but must not call
+ * runtime_execute, runtime_cancel, runtime_restart, runtime_reset or
+ * runtime_destroy synchronously (the runtime is in the middle of a
+ * transition): defer such a call to the loop. The runtime itself destroys
+ * kernels inside kernel handlers, which kernel.h allows. */
 #ifndef RAT_RUNTIME_H
 #define RAT_RUNTIME_H
 
@@ -37,6 +51,11 @@ typedef struct {
     int boot_timeout_ms;
     bool allow_restart;        /* for attached kernels */
     bool spare;                /* keep a warm spare kernel for restart / reset all */
+    /* Makes each kernel's connection (the session's and the spare's); NULL:
+     * ZeroMQ. The unit tests hand a fake one here to drive deaths,
+     * restarts, spare swaps and replies in any order. */
+    kernel_conn_factory_fn *connect;
+    void *connect_ud;
 } runtime_opts_t;
 
 typedef enum {
@@ -175,7 +194,9 @@ bool runtime_can_restart(const runtime_t *self, const char **why);
 /* ---- executions ---- */
 void runtime_exec_observe(runtime_exec_t *ex, const runtime_observer_t *obs, void *ud);
 /* The caller stops following ex. If it is not done it stays available to
- * runtime_detached (detach = true) or is simply forgotten when done. */
+ * runtime_detached (detach = true) or is simply forgotten when done. A
+ * forgotten execution is freed from the loop (see the top of this file),
+ * so ex stays readable until the caller returns to the loop. */
 void runtime_exec_release(runtime_exec_t *ex, bool detach);
 /* Claims a detached execution for a new follower. Returns -1 when another
  * caller follows it already. */

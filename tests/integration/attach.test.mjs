@@ -166,3 +166,24 @@ test('the first look {at} after attaching is answered by the helper', async () =
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('--allow-restart: a restart nothing carries out fails and says so, even as the first call', async () => {
+  // A kernel with no owner to start it again (python -m ipykernel_launcher).
+  // ctl restart as the very first call used to answer RESTARTED at once
+  // while the kernel was still being attached: its own last answers passed
+  // for the restarted kernel (issue 11 item 7).
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-attach-'));
+  const k = await ownKernel(dir);
+  const h = await connect({ args: ['--existing', k.file, '--allow-restart'] });
+  try {
+    const r = await ctl(h, 'restart');
+    assert.equal(r.isError, true, r.text);
+    assert.match(r.text, /the attached kernel shut down for the restart and nothing started it again/);
+    const st = await ctl(h, 'status');
+    assert.match(st.text, /^python dead|^kernel dead/);
+  } finally {
+    await h.close();
+    k.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

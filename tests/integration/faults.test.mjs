@@ -133,3 +133,27 @@ test('a full assets dir (a 64 KiB tmpfs): the partial file is removed, the resul
     s.cleanup();
   }
 });
+
+test('a kernel that dies on an interrupt (as xeus-python does) is restarted, and the next result says so', async () => {
+  // The real ipykernel, made to exit on SIGINT the way xeus-python does:
+  // ctl cancel then kills it while nobody follows the run (its caller
+  // returned after `wait`). The automatic restart used to go unsaid, and
+  // the next run was a bare NameError (issue 11 item 11).
+  const h = await connect();
+  try {
+    await run(h, 'x = 1');
+    const pid = await kernelPid(h);
+    const r = await run(h, 'import os, signal, time\nsignal.signal(signal.SIGINT, lambda *a: os._exit(0))\ntime.sleep(60)', { wait: 1 });
+    assert.match(r.text, /⏳ running/);
+    await ctl(h, 'cancel');
+    await until(async () => !alive(pid), ms(10_000), 'the kernel to exit on the interrupt');
+    const next = await run(h, 'print(x)', { wait: 60 });
+    assert.match(next.text, /^\[kernel died \(exit code 0\); a new kernel was started, variables are lost\]\n/);
+    assert.match(next.text, /NameError/);
+    const after = await run(h, 'print(2)');
+    assert.match(after.text, /^2\n/, 'said once');
+    assert.match((await ctl(h, 'status')).text, /automatic restarts: 1/);
+  } finally {
+    await h.close();
+  }
+});

@@ -2,7 +2,7 @@
 // all, then replaced; it dies with rat-py like the main one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, until, alive, rawServer } from './lib.mjs';
+import { connect, run, ctl, until, alive, rawServer, kernelPid } from './lib.mjs';
 
 async function spareState(h) {
   const { text } = await ctl(h, 'status');
@@ -66,4 +66,33 @@ test('both kernels die with rat-py', async () => {
   await srv.exited;
   await until(() => !alive(pids[0]) && !alive(pids[1]), 1000, 'both kernels gone');
   await srv.close();
+});
+
+test('the kernel dies while the spare boots, reset --scope all during the automatic restart: the spare is swapped in', async () => {
+  // Issue 11 crash 1: the restarted kernel became ready inside its own
+  // receive loop, the waiting reset swapped the (now ready) spare in and
+  // destroyed that kernel there, and the loop read freed memory (ASan
+  // reports it through h.close()). The kill lands halfway through the
+  // spare's boot so the spare is ready before the restarted kernel.
+  const h = await connect({ args: ['--spare', ...(process.env.RAT_TEST_STDERR ? ['--log-level', 'info'] : [])] });
+  try {
+    await run(h, 'a = 1');
+    const st0 = (await ctl(h, 'status')).text;
+    const boot = Number(/ready in (\d+)ms/.exec(st0)?.[1] ?? 1000);
+    await until(async () => (await spareState(h))?.state === 'starting', 30000, 'the spare to start booting');
+    await new Promise((r) => setTimeout(r, boot / 2));
+    const pid = await kernelPid(h);
+    const spare = await spareState(h);
+    process.kill(pid, 'SIGKILL');
+    await until(async () => /^python restarting/.test((await ctl(h, 'status')).text), 10000, 'the automatic restart');
+    const r = await ctl(h, 'reset', { scope: 'all' });
+    assert.match(r.text, /^RESET \| namespace, history and saved outputs cleared \| 0 vars$/);
+    const st = (await ctl(h, 'status')).text;
+    assert.match(st, /^python idle/);
+    assert.match(st, new RegExp(`pid ${spare.pid}\\b`), 'the spare is the kernel now');
+    const r2 = await run(h, 'b = 2; print(b)');
+    assert.match(r2.text, /^2\n/);
+  } finally {
+    await h.close();
+  }
 });

@@ -1,0 +1,714 @@
+/* Unit tests of the runtime's supervision (bridge/runtime.c, bridge/kernel.c):
+ * deaths, automatic and requested restarts, the warm spare, resets and slow
+ * snapshots, in orders a real kernel produces only by chance.
+ *
+ * The kernel's channels are a fake kernel_conn_t handed to the runtime
+ * through runtime_opts_t.connect; the test plays the kernel's side of the
+ * protocol. The processes are real (`sleep`), so deaths are real exits seen
+ * through waitpid, as rat-py sees them. Like kernel_zmq's receive loop, the
+ * fake delivers a batch of messages and goes on using itself after each
+ * handler: a connection freed inside a handler is a use-after-free that
+ * ASan and valgrind report (issue 11, crash 1). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "check.h"
+#include "kernel_proc.h"
+#include "loop.h"
+#include "mem.h"
+#include "runtime.h"
+
+#define MAX_CONNS 32
+#define MAX_SENT 256
+#define MAX_INBOX 16
+
+typedef struct {
+    kchan_t ch;
+    char type[48];
+    char id[WIRE_ID_LEN + 1];
+    char *content;
+} s_sent_t;
+
+typedef struct {
+    kernel_conn_t base;           /* must be first */
+    int index;                    /* creation order */
+    char session[32];
+    s_sent_t sent[MAX_SENT];      /* ring of what the kernel side received */
+    size_t nsent;
+    wire_msg_t inbox[MAX_INBOX];  /* queued for s_deliver */
+    kchan_t inbox_ch[MAX_INBOX];
+    size_t ninbox;
+} s_fake_t;
+
+static loop_t *g_loop;
+static runtime_t *g_rt;
+static s_fake_t *g_conns[MAX_CONNS]; /* NULL once destroyed */
+static int g_nconns;
+static char g_dir[64];
+
+/* ------------------------------------------------------------ the fake */
+
+static int s_fake_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const char *content,
+                       json_object *parent, char id_out[WIRE_ID_LEN + 1])
+{
+    (void)parent;
+    s_fake_t *fc = (s_fake_t *)base;
+    s_sent_t *s = &fc->sent[fc->nsent++ % MAX_SENT];
+    free(s->content);
+    s->ch = ch;
+    snprintf(s->type, sizeof s->type, "%s", msg_type);
+    wire_new_id(s->id);
+    s->content = xstrdup(content ? content : "{}");
+    if (id_out)
+        memcpy(id_out, s->id, WIRE_ID_LEN + 1);
+    return 0;
+}
+
+static void s_fake_heartbeat(kernel_conn_t *base, int interval_ms, int tolerance_ms)
+{
+    (void)base;
+    (void)interval_ms;
+    (void)tolerance_ms;
+}
+
+static void s_fake_stats(const kernel_conn_t *base, kconn_stats_t *out)
+{
+    (void)base;
+    memset(out, 0, sizeof *out);
+    out->hb_ok = true;
+    out->hb_rtt_us = -1;
+}
+
+static void s_fake_destroy(kernel_conn_t *base)
+{
+    s_fake_t *fc = (s_fake_t *)base;
+    g_conns[fc->index] = NULL;
+    for (size_t i = 0; i < MAX_SENT; i++)
+        free(fc->sent[i].content);
+    for (size_t i = 0; i < fc->ninbox; i++)
+        wire_msg_free(&fc->inbox[i]);
+    free(fc);
+}
+
+static const kernel_conn_ops_t s_fake_ops = {
+    .send = s_fake_send,
+    .heartbeat = s_fake_heartbeat,
+    .stats = s_fake_stats,
+    .destroy = s_fake_destroy,
+};
+
+static kernel_conn_t *s_fake_new(void *factory_ud, loop_t *loop, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
+                                 kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen)
+{
+    (void)factory_ud;
+    (void)loop;
+    (void)ci;
+    if (g_nconns >= MAX_CONNS) {
+        snprintf(err, errlen, "too many fake connections");
+        return NULL;
+    }
+    s_fake_t *fc = xcalloc(1, sizeof *fc);
+    fc->base.ops = &s_fake_ops;
+    fc->base.on_msg = on_msg;
+    fc->base.on_event = on_event;
+    fc->base.ud = ud;
+    fc->index = g_nconns;
+    snprintf(fc->session, sizeof fc->session, "fake-kernel-%d", g_nconns);
+    g_conns[g_nconns++] = fc;
+    return &fc->base;
+}
+
+/* The newest message of msg_type the kernel side received (NULL if none);
+ * with needle, the newest whose content contains it. */
+static s_sent_t *s_last_sent(s_fake_t *fc, const char *msg_type, const char *needle)
+{
+    for (size_t k = fc->nsent; k > 0 && fc->nsent - k < MAX_SENT; k--) {
+        s_sent_t *s = &fc->sent[(k - 1) % MAX_SENT];
+        if (strcmp(s->type, msg_type) == 0 && (!needle || strstr(s->content, needle)))
+            return s;
+    }
+    return NULL;
+}
+
+/* Queues a message from the kernel; s_deliver hands the batch over. */
+static void s_push(s_fake_t *fc, kchan_t ch, const char *msg_type, const char *parent_id, const char *content)
+{
+    if (fc->ninbox >= MAX_INBOX)
+        abort();
+    wire_msg_t *m = &fc->inbox[fc->ninbox];
+    fc->inbox_ch[fc->ninbox++] = ch;
+    memset(m, 0, sizeof *m);
+    char id[WIRE_ID_LEN + 1];
+    wire_new_id(id);
+    m->header = json_object_new_object();
+    json_object_object_add(m->header, "msg_id", json_object_new_string(id));
+    json_object_object_add(m->header, "msg_type", json_object_new_string(msg_type));
+    json_object_object_add(m->header, "session", json_object_new_string(fc->session));
+    m->parent = json_object_new_object();
+    if (parent_id)
+        json_object_object_add(m->parent, "msg_id", json_object_new_string(parent_id));
+    m->content = json_tokener_parse(content ? content : "{}");
+    m->msg_type = wire_get_str(m->header, "msg_type");
+    m->msg_id = wire_get_str(m->header, "msg_id");
+    m->parent_id = parent_id ? wire_get_str(m->parent, "msg_id") : NULL;
+}
+
+/* Delivers the queued batch the way kernel_zmq's receive loop does: fc is
+ * used again after every handler returns. */
+static void s_deliver(s_fake_t *fc)
+{
+    for (size_t i = 0; i < fc->ninbox; i++) {
+        fc->base.on_msg(fc->base.ud, fc->inbox_ch[i], &fc->inbox[i]);
+        wire_msg_free(&fc->inbox[i]);
+    }
+    fc->ninbox = 0;
+}
+
+/* Plays the kernel's side of the readiness handshake: channels up, iopub
+ * traffic, kernel_info_reply. The kernel becomes ready inside the last
+ * message's handler, as it does over ZeroMQ. */
+static void s_handshake(s_fake_t *fc)
+{
+    fc->base.on_event(fc->base.ud, KCONN_UP);
+    s_sent_t *info = s_last_sent(fc, "kernel_info_request", NULL);
+    CHECK(info != NULL);
+    s_push(fc, KCHAN_IOPUB, "status", NULL, "{\"execution_state\":\"idle\"}");
+    s_push(fc, KCHAN_SHELL, "kernel_info_reply", info ? info->id : NULL,
+           "{\"status\":\"ok\",\"implementation\":\"ipython\",\"protocol_version\":\"5.3\","
+           "\"language_info\":{\"name\":\"python\"}}");
+    s_deliver(fc);
+}
+
+/* Answers the user execution (store_history true) last sent to fc. */
+static void s_answer_run(s_fake_t *fc, const char *status, const char *stdout_text)
+{
+    s_sent_t *ex = s_last_sent(fc, "execute_request", "\"store_history\":true");
+    CHECK(ex != NULL);
+    if (!ex)
+        return;
+    char id[WIRE_ID_LEN + 1];
+    memcpy(id, ex->id, sizeof id);
+    s_push(fc, KCHAN_IOPUB, "status", id, "{\"execution_state\":\"busy\"}");
+    s_push(fc, KCHAN_IOPUB, "execute_input", id, "{\"execution_count\":1,\"code\":\"\"}");
+    if (stdout_text) {
+        char *c = xasprintf("{\"name\":\"stdout\",\"text\":\"%s\"}", stdout_text);
+        s_push(fc, KCHAN_IOPUB, "stream", id, c);
+        free(c);
+    }
+    if (strcmp(status, "error") == 0)
+        s_push(fc, KCHAN_IOPUB, "error", id,
+               "{\"ename\":\"ZeroDivisionError\",\"evalue\":\"division by zero\",\"traceback\":[]}");
+    s_push(fc, KCHAN_IOPUB, "status", id, "{\"execution_state\":\"idle\"}");
+    char *reply = strcmp(status, "error") == 0
+                      ? xasprintf("{\"status\":\"error\",\"execution_count\":1,\"ename\":\"ZeroDivisionError\","
+                                  "\"evalue\":\"division by zero\",\"traceback\":[]}")
+                      : xasprintf("{\"status\":\"%s\",\"execution_count\":1,\"user_expressions\":{}}", status);
+    s_push(fc, KCHAN_SHELL, "execute_reply", id, reply);
+    free(reply);
+    s_deliver(fc);
+}
+
+/* ------------------------------------------------------------ harness */
+
+static int s_live_conns(void)
+{
+    int n = 0;
+    for (int i = 0; i < g_nconns; i++)
+        n += g_conns[i] != NULL;
+    return n;
+}
+
+/* Serves the loop (and SIGCHLD, which the test has no signalfd for) until
+ * cond holds or max_ms passed. The bound only catches hangs. */
+#define SPIN_UNTIL(cond, max_ms)                                         \
+    do {                                                                 \
+        int64_t spin_t0_ = loop_now_ms();                                \
+        while (!(cond) && loop_now_ms() - spin_t0_ < (max_ms)) {         \
+            if (g_rt)                                                    \
+                runtime_on_sigchld(g_rt);                                \
+            loop_run_once(g_loop, 5);                                    \
+        }                                                                \
+    } while (0)
+
+static void s_settle(void)
+{
+    for (int i = 0; i < 10; i++)
+        loop_run_once(g_loop, 0);
+}
+
+static const char *s_state(void)
+{
+    runtime_status_t st;
+    runtime_status(g_rt, &st);
+    return st.state;
+}
+
+static bool s_state_is(const char *want)
+{
+    return strcmp(s_state(), want) == 0;
+}
+
+static pid_t s_pid(bool spare)
+{
+    runtime_status_t st;
+    runtime_status(g_rt, &st);
+    return spare ? st.spare_pid : st.pid;
+}
+
+static void s_start(bool spare)
+{
+    static char *const argv[] = {"sleep", "600", NULL};
+    runtime_opts_t o = {
+        .argv = argv,
+        .cwd = g_dir,
+        .runtime_dir = g_dir,
+        .assets_dir = g_dir,
+        .boot_timeout_ms = 30000,
+        .spare = spare,
+        .connect = s_fake_new,
+    };
+    char err[256] = "";
+    memset(g_conns, 0, sizeof g_conns);
+    g_nconns = 0;
+    g_rt = runtime_new(g_loop, NULL, &o, err, sizeof err);
+    CHECK(g_rt != NULL);
+    CHECK_EQ_INT(g_nconns, 1);
+}
+
+static void s_stop(void)
+{
+    runtime_destroy(&g_rt, 0);
+    s_settle();
+    CHECK_EQ_INT(s_live_conns(), 0);
+}
+
+/* Boots the session's kernel (connection 0). */
+static void s_start_ready(bool spare)
+{
+    s_start(spare);
+    s_handshake(g_conns[0]);
+    CHECK_EQ_STR(s_state(), "idle");
+}
+
+/* Waits for the spare's connection (the next one) and, with ready, boots it. */
+static s_fake_t *s_spare_conn(int index, bool ready)
+{
+    SPIN_UNTIL(g_nconns > index, 10000);
+    CHECK(g_nconns > index);
+    if (g_nconns <= index)
+        return NULL;
+    s_fake_t *fc = g_conns[index];
+    if (ready && fc)
+        s_handshake(fc);
+    return fc;
+}
+
+/* Kills the session's kernel process and waits until the runtime saw it. */
+static void s_kill_kernel(void)
+{
+    pid_t pid = s_pid(false);
+    CHECK(pid > 0);
+    int before = g_nconns;
+    kill(pid, SIGKILL);
+    SPIN_UNTIL(g_nconns > before || s_state_is("dead"), 10000);
+}
+
+typedef struct {
+    int done;
+    runtime_outcome_t outcome;
+    char why[512];
+    char out[512];       /* the rendered output */
+    bool release;        /* release the run inside on_done, as tool_run does */
+    runtime_exec_t *ex;
+} s_obs_t;
+
+static void s_on_done(void *ud, runtime_exec_t *ex)
+{
+    s_obs_t *o = ud;
+    o->done++;
+    o->outcome = runtime_exec_outcome(ex);
+    snprintf(o->why, sizeof o->why, "%s", runtime_exec_why(ex) ? runtime_exec_why(ex) : "");
+    buf_t b;
+    buf_init(&b, 0);
+    output_render(runtime_exec_output(ex), &b);
+    snprintf(o->out, sizeof o->out, "%s", buf_str(&b));
+    buf_free(&b);
+    if (o->release) {
+        runtime_exec_release(ex, false);
+        o->ex = NULL;
+    }
+}
+
+static const runtime_observer_t s_observer = {.on_done = s_on_done};
+
+static runtime_exec_t *s_run(const char *code, s_obs_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->release = true;
+    runtime_exec_t *ex = runtime_execute(g_rt, code, false);
+    o->ex = ex;
+    runtime_exec_observe(ex, &s_observer, o);
+    return ex;
+}
+
+typedef struct {
+    int calls;
+    bool ok;
+    char text[512];
+} s_done_t;
+
+static void s_done(void *ud, bool ok, const char *text)
+{
+    s_done_t *d = ud;
+    d->calls++;
+    d->ok = ok;
+    snprintf(d->text, sizeof d->text, "%s", text ? text : "");
+}
+
+/* ------------------------------------------------------------ cases */
+
+/* A run answered normally; the observer releases it inside on_done. */
+static void test_run_ok(void)
+{
+    s_start_ready(false);
+    s_obs_t o;
+    s_run("print(1)", &o);
+    s_answer_run(g_conns[0], "ok", "1\\n");
+    CHECK_EQ_INT(o.done, 1);
+    CHECK_EQ_INT(o.outcome, RUNTIME_OK);
+    s_settle();
+    CHECK_EQ_STR(s_state(), "idle");
+    s_stop();
+}
+
+/* Crash 2: the post-run snapshot of a failed run never answers; the run
+ * finishes on the snapshot timeout, inside which on_done releases it and
+ * the runtime went on reading it. */
+static void test_slow_snapshot(void)
+{
+    s_start_ready(false);
+    s_obs_t o;
+    s_run("1/0", &o);
+    s_answer_run(g_conns[0], "error", NULL);
+    CHECK_EQ_INT(o.done, 0); /* waiting for the variable count */
+    CHECK(s_last_sent(g_conns[0], "execute_request", "\"silent\":true") != NULL);
+    SPIN_UNTIL(o.done, 10000);
+    CHECK_EQ_INT(o.done, 1);
+    CHECK_EQ_INT(o.outcome, RUNTIME_ERROR);
+    /* The queue moves on after it. */
+    s_obs_t o2;
+    s_run("print(2)", &o2);
+    s_answer_run(g_conns[0], "ok", "2\\n");
+    CHECK_EQ_INT(o2.outcome, RUNTIME_OK);
+    CHECK_EQ_INT(o2.done, 1);
+    s_stop();
+}
+
+/* The snapshot answers after the timeout: the late reply finds nothing. */
+static void test_snapshot_late_reply(void)
+{
+    s_start_ready(false);
+    s_obs_t o;
+    s_run("1/0", &o);
+    s_answer_run(g_conns[0], "error", NULL);
+    s_sent_t *snap = s_last_sent(g_conns[0], "execute_request", "\"silent\":true");
+    CHECK(snap != NULL);
+    char id[WIRE_ID_LEN + 1];
+    memcpy(id, snap->id, sizeof id);
+    SPIN_UNTIL(o.done, 10000);
+    s_push(g_conns[0], KCHAN_SHELL, "execute_reply", id, "{\"status\":\"ok\",\"user_expressions\":{}}");
+    s_deliver(g_conns[0]);
+    s_settle();
+    CHECK_EQ_INT(o.done, 1);
+    CHECK_EQ_STR(s_state(), "idle");
+    s_stop();
+}
+
+/* The kernel dies while a run is going and another is queued: both fail,
+ * saying why, and a new kernel starts by itself. */
+static void test_death_while_running(void)
+{
+    s_start_ready(false);
+    s_obs_t o1, o2;
+    s_run("import time; time.sleep(60)", &o1);
+    s_run("print(3)", &o2);
+    s_kill_kernel();
+    CHECK_EQ_INT(o1.done, 1);
+    CHECK_EQ_INT(o1.outcome, RUNTIME_FAILED);
+    CHECK(strstr(o1.why, "a new kernel is starting") != NULL);
+    CHECK_EQ_INT(o2.outcome, RUNTIME_FAILED);
+    CHECK(strstr(o2.why, "not run") != NULL);
+    CHECK_EQ_INT(g_nconns, 2);
+    CHECK_EQ_STR(s_state(), "restarting");
+    s_handshake(g_conns[1]);
+    CHECK_EQ_STR(s_state(), "idle");
+    s_obs_t o3;
+    s_run("print(4)", &o3);
+    s_answer_run(g_conns[1], "ok", "4\\n");
+    CHECK_EQ_INT(o3.outcome, RUNTIME_OK);
+    CHECK_EQ_STR(o3.out, "4"); /* the death was told in o1's result already */
+    s_stop();
+}
+
+/* Crash 1: with --spare, the kernel dies while the spare boots; a reset of
+ * scope all waits for the automatic restart; the spare is ready first, so
+ * when the restarted kernel becomes ready (inside its connection's receive
+ * loop) the pending reset swaps the spare in and destroys that kernel. */
+static void test_reset_all_during_restart_swaps_spare(void)
+{
+    s_start_ready(true);
+    s_fake_t *spare = s_spare_conn(1, false); /* booting, not ready */
+    CHECK(spare != NULL);
+    s_kill_kernel();
+    CHECK_EQ_INT(g_nconns, 3);
+    CHECK_EQ_STR(s_state(), "restarting");
+    s_done_t d = {0};
+    runtime_reset(g_rt, true, s_done, &d);
+    CHECK_EQ_INT(d.calls, 0); /* waits for the restart */
+    s_handshake(g_conns[1]);  /* the spare is ready */
+    CHECK_EQ_INT(d.calls, 0);
+    s_handshake(g_conns[2]);  /* the restarted kernel: pending reset -> swap */
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(d.ok);
+    s_settle();
+    CHECK(g_conns[2] == NULL); /* destroyed, from the loop */
+    CHECK(g_conns[1] != NULL); /* the spare is the session's kernel now */
+    CHECK_EQ_STR(s_state(), "idle");
+    s_obs_t o;
+    s_run("print(5)", &o);
+    s_answer_run(g_conns[1], "ok", "5\\n");
+    CHECK_EQ_INT(o.outcome, RUNTIME_OK);
+    s_stop();
+}
+
+/* ctl restart with a ready spare: the running run fails, the spare takes
+ * over at once and a new spare boots later. */
+static void test_restart_swaps_ready_spare(void)
+{
+    s_start_ready(true);
+    s_spare_conn(1, true);
+    s_obs_t o;
+    s_run("import time; time.sleep(60)", &o);
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d);
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(d.ok);
+    CHECK_EQ_INT(o.outcome, RUNTIME_FAILED);
+    s_settle();
+    CHECK(g_conns[0] == NULL);
+    CHECK_EQ_STR(s_state(), "idle");
+    s_spare_conn(2, false); /* the next spare boots */
+    s_stop();
+}
+
+/* ctl restart without a spare, and the new kernel dies before it is ready:
+ * the restart fails and says why; the next run starts another kernel. */
+static void test_restart_then_death_while_starting(void)
+{
+    s_start_ready(false);
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d);
+    CHECK_EQ_INT(d.calls, 0);
+    CHECK_EQ_INT(g_nconns, 2);
+    s_kill_kernel();
+    SPIN_UNTIL(d.calls, 10000);
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(!d.ok);
+    CHECK_EQ_STR(s_state(), "dead");
+    s_obs_t o;
+    s_run("print(6)", &o);
+    CHECK_EQ_INT(g_nconns, 3);
+    s_handshake(g_conns[2]);
+    s_answer_run(g_conns[2], "ok", "6\\n");
+    CHECK_EQ_INT(o.outcome, RUNTIME_OK);
+    s_stop();
+}
+
+/* The spare dies while it boots: the session's kernel is untouched and a
+ * new spare boots; a restart afterwards still works. */
+static void test_spare_death(void)
+{
+    s_start_ready(true);
+    s_spare_conn(1, false);
+    pid_t sp = s_pid(true);
+    CHECK(sp > 0);
+    kill(sp, SIGKILL);
+    SPIN_UNTIL(g_conns[1] == NULL, 10000);
+    CHECK(g_conns[1] == NULL);
+    CHECK_EQ_STR(s_state(), "idle");
+    s_fake_t *again = s_spare_conn(2, true);
+    CHECK(again != NULL);
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d);
+    CHECK(d.ok);
+    s_stop();
+}
+
+/* A reset (namespace) during an automatic restart without a spare runs on
+ * the new kernel once it is ready. */
+static void test_reset_during_restart(void)
+{
+    s_start_ready(false);
+    s_kill_kernel();
+    s_done_t d = {0};
+    runtime_reset(g_rt, false, s_done, &d);
+    CHECK_EQ_INT(d.calls, 0);
+    s_handshake(g_conns[1]);
+    s_sent_t *r = s_last_sent(g_conns[1], "execute_request", "reset");
+    CHECK(r != NULL);
+    if (r) {
+        char id[WIRE_ID_LEN + 1];
+        memcpy(id, r->id, sizeof id);
+        s_push(g_conns[1], KCHAN_SHELL, "execute_reply", id, "{\"status\":\"ok\",\"user_expressions\":{}}");
+        s_deliver(g_conns[1]);
+    }
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(d.ok);
+    s_stop();
+}
+
+/* Issue 11 item 14: a restart kills the old kernel and does not wait for
+ * it to be reaped (that blocked the loop, and every session, up to 2 s);
+ * it is reaped when SIGCHLD is served, and none is left behind. */
+static void test_restart_does_not_wait_for_the_old_process(void)
+{
+    /* Seen rarely under valgrind only: the old `sleep` already gone when
+     * the restart runs (nothing to wait for then). Before the fix every
+     * attempt fails (the restart reaped it), so a few attempts are
+     * allowed. */
+    bool waited = true;
+    pid_t old = 0;
+    s_done_t d = {0};
+    for (int attempt = 0; attempt < 3 && waited; attempt++) {
+        if (attempt) {
+            fprintf(stderr, "note: kernel pid %ld was gone at once; again\n", (long)old);
+            s_stop();
+        }
+        s_start_ready(false);
+        old = s_pid(false);
+        memset(&d, 0, sizeof d);
+        runtime_restart(g_rt, s_done, &d);
+        waited = kill(old, 0) != 0;
+    }
+    CHECK(!waited); /* not reaped inside the restart */
+    CHECK_EQ_INT(kernel_proc_orphans(), 1); /* left to the SIGCHLD reaper */
+    SPIN_UNTIL(kill(old, 0) < 0, 10000);
+    CHECK(kill(old, 0) < 0); /* reaped from the loop */
+    CHECK_EQ_INT(kernel_proc_orphans(), 0);
+    s_handshake(g_conns[1]);
+    CHECK_EQ_INT(d.calls, 1);
+    pid_t cur = s_pid(false);
+    s_stop();
+    CHECK(kill(cur, 0) < 0); /* killed and reaped by runtime_destroy */
+}
+
+/* Issue 11 item 7: --existing --allow-restart, ctl restart while still
+ * attaching. The old kernel answers (same session) before it shuts down;
+ * that must not pass for the restarted kernel. Only a new session does. */
+static void test_attached_restart_while_attaching(void)
+{
+    char file[128];
+    snprintf(file, sizeof file, "%s/kernel-attached.json", g_dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("{\"shell_port\": 50001, \"iopub_port\": 50002, \"stdin_port\": 50003, \"control_port\": 50004, "
+          "\"hb_port\": 50005, \"ip\": \"127.0.0.1\", \"key\": \"k\", \"transport\": \"tcp\", "
+          "\"signature_scheme\": \"hmac-sha256\"}",
+          f);
+    fclose(f);
+    runtime_opts_t o = {
+        .existing = file,
+        .runtime_dir = g_dir,
+        .assets_dir = g_dir,
+        .boot_timeout_ms = 30000,
+        .allow_restart = true,
+        .connect = s_fake_new,
+    };
+    char err[256] = "";
+    memset(g_conns, 0, sizeof g_conns);
+    g_nconns = 0;
+    g_rt = runtime_new(g_loop, NULL, &o, err, sizeof err);
+    CHECK(g_rt != NULL);
+    if (!g_rt)
+        return;
+    s_fake_t *fc = g_conns[0];
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d); /* the first call: still attaching */
+    CHECK_EQ_INT(d.calls, 0);
+    s_handshake(fc); /* attached: now the restart is asked for */
+    CHECK(s_last_sent(fc, "shutdown_request", "\"restart\":true") != NULL);
+    s_handshake(fc); /* the old kernel, still answering */
+    s_settle();
+    CHECK_EQ_INT(d.calls, 0);
+    CHECK_EQ_STR(s_state(), "restarting");
+    snprintf(fc->session, sizeof fc->session, "fake-kernel-restarted");
+    s_handshake(fc); /* its owner started a new one */
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(d.ok);
+    CHECK_EQ_STR(s_state(), "idle");
+    runtime_destroy(&g_rt, 0);
+    s_settle();
+    unlink(file);
+}
+
+/* Issue 11 item 11: a kernel that dies when nobody follows a run (idle, or
+ * a run whose caller has gone, as xeus-python exiting on an interrupt) is
+ * restarted by itself; the next result says so, once. */
+static void test_unfollowed_death_is_announced(void)
+{
+    s_start_ready(false);
+    runtime_exec_t *gone = runtime_execute(g_rt, "import time; time.sleep(60)", false);
+    runtime_exec_release(gone, true); /* its caller returned before the end */
+    s_kill_kernel();
+    CHECK_EQ_INT(g_nconns, 2);
+    s_handshake(g_conns[1]);
+    s_obs_t o;
+    s_run("print(x)", &o);
+    s_answer_run(g_conns[1], "ok", "7\\n");
+    CHECK(strstr(o.out, "[kernel died (signal 9 (Killed)); a new kernel was started, variables are lost]\n7") == o.out);
+    s_obs_t o2;
+    s_run("print(8)", &o2);
+    s_answer_run(g_conns[1], "ok", "8\\n");
+    CHECK_EQ_STR(o2.out, "8");
+    /* Idle death, then a restart asked for: the restart's answer tells. */
+    s_kill_kernel();
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d);
+    s_handshake(g_conns[3]);
+    CHECK(d.ok);
+    s_obs_t o3;
+    s_run("print(9)", &o3);
+    s_answer_run(g_conns[3], "ok", "9\\n");
+    CHECK_EQ_STR(o3.out, "9");
+    s_stop();
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(g_dir, sizeof g_dir, "/tmp/rat-test-runtime-XXXXXX");
+    if (!mkdtemp(g_dir))
+        return 2;
+    g_loop = loop_new();
+    RUN_CASE(test_run_ok);
+    RUN_CASE(test_slow_snapshot);
+    RUN_CASE(test_snapshot_late_reply);
+    RUN_CASE(test_death_while_running);
+    RUN_CASE(test_reset_all_during_restart_swaps_spare);
+    RUN_CASE(test_restart_swaps_ready_spare);
+    RUN_CASE(test_restart_then_death_while_starting);
+    RUN_CASE(test_spare_death);
+    RUN_CASE(test_reset_during_restart);
+    RUN_CASE(test_restart_does_not_wait_for_the_old_process);
+    RUN_CASE(test_attached_restart_while_attaching);
+    RUN_CASE(test_unfollowed_death_is_announced);
+    loop_destroy(&g_loop);
+    rmdir(g_dir);
+    return check_report("unit.runtime");
+}
