@@ -249,7 +249,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         goto out;
     }
     store = assets_new(assets, 0, cfg->assets_max_mb ? (unsigned long long)cfg->assets_max_mb << 20 : 0);
-    assets_serve_http(store, cfg->http);
+    assets_serve_http(store, http);
     runtime_opts_t ro = {
         .assets = store,
         .cwd = cwd,
