@@ -1,4 +1,4 @@
-/* Unit tests of the ZeroMQ kernel connection (bridge/kernel_zmq.c) against
+/* Unit tests of the ZeroMQ kernel connection (src/jupyter/kernel_zmq.c) against
  * sockets playing an already running kernel, as when attaching.
  *
  * Issue 14 item 3: the monitor that reports each channel's finished

@@ -1,0 +1,4 @@
+/* Layering probe, compiled with the jupyter layer's include directories and
+ * links (tests/layering/CMakeLists.txt): "mcp.h" belongs to a layer that jupyter
+ * may not use, so this must fail to compile. */
+#include "mcp.h"
