@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "connfile.h"
+#include "jmsg.h"
 #include "jpaths.h"
 #include "kernel_proc.h"
 #include "kernelspec.h"
@@ -81,10 +82,7 @@ static int s_execute(s_conn_t *c, const char *code, size_t *stream_bytes)
 {
     buf_t b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"code\":");
-    buf_put_json_str(&b, code, strlen(code));
-    buf_puts(&b, ",\"silent\":false,\"store_history\":true,\"user_expressions\":{},\"allow_stdin\":false,"
-                 "\"stop_on_error\":false}");
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = code, .store_history = true});
     char id[WIRE_ID_LEN + 1];
     s_send(c, "execute_request", b.data, id);
     buf_free(&b);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "connfile.h"
+#include "jmsg.h"
 #include "kernel_proc.h"
 #include "kernel_zmq.h"
 #include "log.h"
@@ -609,7 +610,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     if (self->proc && !kernel_proc_exited(self->proc) && self->conn && grace_ms > 0 &&
         self->state == KERNEL_READY) {
         /* Ask politely first: ipykernel then cleans up its own children. */
-        kernel_conn_send(self->conn, KCHAN_CONTROL, "shutdown_request", "{\"restart\":false}", NULL, NULL);
+        kernel_conn_send(self->conn, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(false), NULL, NULL);
     }
     if (self->proc) {
         kernel_proc_stop(self->proc, grace_ms);
@@ -660,7 +661,7 @@ int kernel_restart_attached(kernel_t *self)
 {
     if (self->proc || !self->conn || self->state == KERNEL_DEAD)
         return -1;
-    if (kernel_send(self, KCHAN_CONTROL, "shutdown_request", "{\"restart\":true}", NULL, NULL) < 0)
+    if (kernel_send(self, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(true), NULL, NULL) < 0)
         return -1;
     /* Same sockets: ZeroMQ reconnects to the same ports once the owner has
      * started the kernel again. What the old kernel still says is ignored. */

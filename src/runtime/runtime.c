@@ -11,11 +11,13 @@
 
 #include "assets.h"
 #include "buf.h"
+#include "jmsg.h"
 #include "kernel.h"
 #include "kernelspec.h"
 #include "lang.h"
 #include "log.h"
 #include "mem.h"
+#include "utf8.h"
 
 #define SNAPSHOT_TIMEOUT_MS 2000   /* wait this long for the post-error var count */
 #define DEATH_WINDOW_MS 60000      /* automatic restarts stop after ... */
@@ -92,6 +94,9 @@ struct runtime_exec {
     runtime_exec_t *next;          /* in runtime->execs, oldest first */
 };
 
+/* Reply to s_query: content (borrowed) or NULL with err. */
+typedef void (s_reply_fn)(void *ud, json_object *content, const char *err);
+static void s_query(runtime_t *self, const char *msg_type, const char *content, s_reply_fn *cb, void *ud);
 typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER, REQ_PROBE, REQ_BARRIER } s_req_kind_t;
 
 typedef struct s_req {
@@ -110,7 +115,7 @@ typedef struct s_req {
     json_object *reply_content;    /* owned reference: the execute_reply content */
     runtime_exec_t *ex;            /* REQ_SNAPSHOT, REQ_PROBE */
     runtime_done_fn *done;         /* REQ_RESET */
-    runtime_reply_fn *reply;       /* REQ_QUERY */
+    s_reply_fn *reply;       /* REQ_QUERY */
     runtime_text_fn *text;         /* REQ_HELPER */
     void *ud;
     bool all;
@@ -127,7 +132,7 @@ typedef struct s_pending_reset {
     char *msg_type, *content;      /* REQ_QUERY; owned */
     char *expr;                    /* REQ_HELPER: the helper function; owned (content: its argument) */
     runtime_done_fn *done;
-    runtime_reply_fn *reply;
+    s_reply_fn *reply;
     runtime_text_fn *text;
     void *ud;
     struct s_pending_reset *next;
@@ -433,7 +438,7 @@ static void s_req_deadline(loop_t *loop, void *ud)
                  "; the reset is still queued in the kernel and happens when it resumes");
     }
     runtime_done_fn *done = r->done;
-    runtime_reply_fn *reply = r->reply;
+    s_reply_fn *reply = r->reply;
     runtime_text_fn *text = r->text;
     void *cb_ud = r->ud;
     r->done = NULL;
@@ -472,18 +477,11 @@ static int s_send_silent(runtime_t *self, const char *code, const char *expr, ch
     buf_t b, snap;
     buf_init(&b, 0);
     buf_init(&snap, 0);
-    buf_puts(&b, "{\"code\":");
-    buf_put_json_str(&b, code, strlen(code));
-    buf_puts(&b, ",\"silent\":true,\"store_history\":false,\"user_expressions\":{");
     if (!expr && self->lang && self->lang->channel == LANG_VIA_USER_EXPRESSIONS) {
         self->lang->call(&snap, "snap", NULL);
         expr = snap.data;
     }
-    if (expr) {
-        buf_puts(&b, "\"rat\":");
-        buf_put_json_str(&b, expr, strlen(expr));
-    }
-    buf_puts(&b, "},\"allow_stdin\":false,\"stop_on_error\":false}");
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = code, .rat_expr = expr, .silent = true});
     int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id_out);
     buf_free(&b);
     buf_free(&snap);
@@ -498,10 +496,7 @@ static int s_send_capture_msg(runtime_t *self, const char *fn, const char *json_
     buf_init(&code, 0);
     buf_init(&b, 0);
     self->lang->call(&code, fn, json_arg);
-    buf_puts(&b, "{\"code\":");
-    buf_put_json_str(&b, code.data, code.len);
-    buf_puts(&b, ",\"silent\":false,\"store_history\":false,\"user_expressions\":{},"
-                 "\"allow_stdin\":false,\"stop_on_error\":false}");
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = code.data, .code_len = code.len});
     int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id);
     buf_free(&b);
     buf_free(&code);
@@ -1173,20 +1168,19 @@ static void s_probe_answered(runtime_t *self, runtime_exec_t *ex)
 
 static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
 {
-    buf_t b;
+    buf_t b, snap;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"code\":");
-    buf_put_json_str(&b, ex->code, strlen(ex->code));
-    buf_puts(&b, ",\"silent\":false,\"store_history\":true,\"user_expressions\":{");
+    buf_init(&snap, 0);
+    const char *expr = NULL;
     if (self->lang && self->lang->channel == LANG_VIA_USER_EXPRESSIONS && !self->lang->snapshot_in_payload) {
-        buf_t snap;
-        buf_init(&snap, 0);
         self->lang->call(&snap, "snap", NULL);
-        buf_puts(&b, "\"rat\":");
-        buf_put_json_str(&b, snap.data, snap.len);
-        buf_free(&snap);
+        expr = buf_str(&snap);
     }
-    buf_printf(&b, "},\"allow_stdin\":%s,\"stop_on_error\":false}", ex->allow_input ? "true" : "false");
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = ex->code,
+                                               .rat_expr = expr,
+                                               .store_history = true,
+                                               .allow_stdin = ex->allow_input});
+    buf_free(&snap);
     ex->sent_us = loop_now_us();
     if (kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, ex->msg_id) < 0) {
         buf_free(&b);
@@ -1350,7 +1344,7 @@ static void s_on_ready(void *ud, kernel_t *k, json_object *info)
         if (p->kind == REQ_RESET)
             s_reset(self, p->all, p->seq, p->done, p->ud);
         else if (p->kind == REQ_QUERY)
-            runtime_query(self, p->msg_type, p->content, p->reply, p->ud);
+            s_query(self, p->msg_type, p->content, p->reply, p->ud);
         else
             runtime_call_helper(self, p->expr, p->content, p->text, p->ud);
         p->done = NULL;
@@ -1547,10 +1541,8 @@ static void s_spare_ready(void *ud, kernel_t *k, json_object *info)
         lang->install(&b);
         buf_t c;
         buf_init(&c, 0);
-        buf_puts(&c, "{\"code\":");
-        buf_put_json_str(&c, b.data, b.len);
-        buf_puts(&c, ",\"silent\":true,\"store_history\":false,\"user_expressions\":{},\"allow_stdin\":false,"
-                     "\"stop_on_error\":false}");
+        /* As s_send_silent, without the snapshot: nobody reads this reply. */
+        jmsg_execute_request(&c, &(jmsg_execute_t){.code = b.data, .code_len = b.len, .silent = true});
         kernel_send(k, KCHAN_SHELL, "execute_request", c.data, NULL, NULL);
         buf_free(&c);
         buf_free(&b);
@@ -2063,7 +2055,11 @@ static bool s_wait_ready(runtime_t *self, s_pending_reset_t *p)
     return true;
 }
 
-void runtime_query(runtime_t *self, const char *msg_type, const char *content, runtime_reply_fn *cb, void *ud)
+/* Sends a request (complete_request, inspect_request, ...) and calls cb with
+ * the reply, exactly once. Idle: on shell. While code runs: on control when
+ * the kernel answers requests there (ipykernel), else cb gets a "busy" error
+ * at once. While the kernel starts, the request waits for it. */
+static void s_query(runtime_t *self, const char *msg_type, const char *content, s_reply_fn *cb, void *ud)
 {
     s_pending_reset_t *p = xcalloc(1, sizeof *p);
     p->kind = REQ_QUERY;
@@ -2094,6 +2090,64 @@ void runtime_query(runtime_t *self, const char *msg_type, const char *content, r
     s_req_bound(r, QUERY_TIMEOUT_MS);
     p->reply = NULL;
     s_pending_free(p);
+}
+
+/* runtime_complete and runtime_inspect: a query whose reply is parsed here,
+ * so the layers above never read wire content. The adapter lives until
+ * s_query calls back, which it always does exactly once. */
+typedef struct {
+    runtime_complete_fn *complete;
+    runtime_inspect_fn *inspect;
+    void *ud;
+} s_parsed_query_t;
+
+static void s_complete_reply(void *ud, json_object *content, const char *err)
+{
+    s_parsed_query_t q = *(s_parsed_query_t *)ud;
+    free(ud);
+    if (!content) {
+        q.complete(q.ud, NULL, err ? err : "no answer");
+        return;
+    }
+    runtime_completions_t c;
+    jmsg_complete_reply_parse(content, &c);
+    q.complete(q.ud, &c, NULL);
+    jmsg_complete_reply_free(&c);
+}
+
+void runtime_complete(runtime_t *self, const char *code, size_t cursor, runtime_complete_fn *cb, void *ud)
+{
+    s_parsed_query_t *q = xcalloc(1, sizeof *q);
+    *q = (s_parsed_query_t){.complete = cb, .ud = ud};
+    buf_t c;
+    buf_init(&c, 0);
+    jmsg_complete_request(&c, code, cursor);
+    s_query(self, "complete_request", buf_str(&c), s_complete_reply, q);
+    buf_free(&c);
+}
+
+static void s_inspect_reply(void *ud, json_object *content, const char *err)
+{
+    s_parsed_query_t q = *(s_parsed_query_t *)ud;
+    free(ud);
+    if (!content) {
+        q.inspect(q.ud, NULL, 0, err ? err : "no answer");
+        return;
+    }
+    size_t len = 0;
+    const char *text = jmsg_inspect_reply_text(content, &len);
+    q.inspect(q.ud, text, len, NULL);
+}
+
+void runtime_inspect(runtime_t *self, const char *code, runtime_inspect_fn *cb, void *ud)
+{
+    s_parsed_query_t *q = xcalloc(1, sizeof *q);
+    *q = (s_parsed_query_t){.inspect = cb, .ud = ud};
+    buf_t c;
+    buf_init(&c, 0);
+    jmsg_inspect_request(&c, code, utf8_count(code, strlen(code)));
+    s_query(self, "inspect_request", buf_str(&c), s_inspect_reply, q);
+    buf_free(&c);
 }
 
 void runtime_call_helper(runtime_t *self, const char *fn, const char *json_arg, runtime_text_fn *cb, void *ud)
@@ -2251,9 +2305,7 @@ int runtime_exec_answer(runtime_exec_t *ex, const char *value)
         return -1;
     buf_t b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"value\":");
-    buf_put_json_str(&b, value, strlen(value));
-    buf_puts(&b, "}");
+    jmsg_input_reply(&b, value);
     int rc = kernel_send(self->kernel, KCHAN_STDIN, "input_reply", b.data, ex->input_header, NULL);
     buf_free(&b);
     if (rc < 0)

@@ -30,6 +30,7 @@
 #include <sys/types.h>
 #include <json-c/json.h>
 
+#include "jmsg.h"
 #include "kernel_conn.h"
 #include "loop.h"
 #include "output.h"
@@ -112,8 +113,6 @@ typedef struct {
 } runtime_status_t;
 
 typedef void (runtime_done_fn)(void *ud, bool ok, const char *text);
-/* Reply to runtime_query: content (borrowed) or NULL with err. */
-typedef void (runtime_reply_fn)(void *ud, json_object *content, const char *err);
 /* Result of runtime_call_helper: the expression's text/plain, or NULL with err. */
 typedef void (runtime_text_fn)(void *ud, const char *text, const char *err);
 
@@ -170,11 +169,21 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud);
  * while something runs. done gets the new variable count in the text. */
 void runtime_reset(runtime_t *self, bool all, runtime_done_fn *done, void *ud);
 void runtime_status(runtime_t *self, runtime_status_t *out);
-/* Sends a request (complete_request, inspect_request, ...) and calls cb with
- * the reply. Idle: on shell. While code runs: on control when the kernel
- * answers requests there (ipykernel), else cb gets a "busy" error at once.
- * While the kernel starts, the request waits for it. */
-void runtime_query(runtime_t *self, const char *msg_type, const char *content, runtime_reply_fn *cb, void *ud);
+/* The kernel's completions of code at cursor (code points) through
+ * complete_request (idle: on shell; while code runs: on control when the kernel answers
+ * there (ipykernel), else cb gets a "busy" error at once; while the kernel
+ * starts, the request waits for it).
+ * cb gets the parsed reply (borrowed, valid during the call; cursor_start
+ * and cursor_end -1 when the kernel did not say), or NULL with err. */
+typedef jmsg_completion_t runtime_completion_t;
+typedef jmsg_complete_reply_t runtime_completions_t;
+typedef void (runtime_complete_fn)(void *ud, const runtime_completions_t *c, const char *err);
+void runtime_complete(runtime_t *self, const char *code, size_t cursor, runtime_complete_fn *cb, void *ud);
+/* The kernel's own inspector on code (inspect_request, cursor at the end).
+ * cb gets its text/plain (borrowed, len bytes), or NULL: with err when there
+ * was no answer, with err NULL when the kernel found nothing. */
+typedef void (runtime_inspect_fn)(void *ud, const char *text, size_t len, const char *err);
+void runtime_inspect(runtime_t *self, const char *code, runtime_inspect_fn *cb, void *ud);
 /* Calls function fn of the kernel-side helper ("snap", "inspect") with
  * json_arg (JSON text, or NULL) and returns the JSON text it answers (see
  * lang.h for how each kernel carries it; no history, no output to anyone

@@ -14,7 +14,6 @@
 #include "output.h"
 #include "textfmt.h"
 #include "utf8.h"
-#include "wire.h"
 
 #define COMPLETE_ROWS 20
 
@@ -34,6 +33,15 @@ typedef struct {
     char *code;             /* complete: the code */
     long cursor;            /* complete: code points */
 } s_op_t;
+
+/* The string member key of the helper's answer r, or NULL. */
+static const char *s_get_str(json_object *r, const char *key)
+{
+    json_object *v = NULL;
+    if (r && json_object_object_get_ex(r, key, &v) && json_object_is_type(v, json_type_string))
+        return json_object_get_string(v);
+    return NULL;
+}
 
 static void s_op_gone(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
 {
@@ -187,15 +195,15 @@ static void s_overview(tools_ctx_t *ctx, mcp_call_t *call)
 
 static void s_render_inspect(json_object *r, buf_t *b)
 {
-    const char *type = wire_get_str(r, "type");
-    const char *kind = wire_get_str(r, "kind");
-    const char *size = wire_get_str(r, "size");
-    buf_printf(b, "%s: %s", wire_get_str(r, "path"), type ? type : "?");
+    const char *type = s_get_str(r, "type");
+    const char *kind = s_get_str(r, "kind");
+    const char *size = s_get_str(r, "size");
+    buf_printf(b, "%s: %s", s_get_str(r, "path"), type ? type : "?");
     if (kind && strcmp(kind, "variable") != 0)
         buf_printf(b, " (%s)", kind);
     if (size)
         buf_printf(b, " %s", size);
-    const char *repr = wire_get_str(r, "repr");
+    const char *repr = s_get_str(r, "repr");
     json_object *children = NULL, *more = NULL;
     bool has_children = json_object_object_get_ex(r, "children", &children) && json_object_array_length(children);
     /* A leaf reads as one line, `x: int = 42`, when it fits. */
@@ -205,13 +213,13 @@ static void s_render_inspect(json_object *r, buf_t *b)
     }
     if (repr)
         buf_printf(b, "\n    = %s", repr);
-    const char *sig = wire_get_str(r, "signature");
+    const char *sig = s_get_str(r, "signature");
     if (sig)
         buf_printf(b, "\n    %s", sig);
-    const char *def = wire_get_str(r, "defined_in");
+    const char *def = s_get_str(r, "defined_in");
     if (def)
         buf_printf(b, "\n    Defined in: %s", def);
-    const char *doc = wire_get_str(r, "doc");
+    const char *doc = s_get_str(r, "doc");
     if (doc) {
         for (const char *p = doc; *p;) {
             const char *e = strchr(p, '\n');
@@ -249,19 +257,11 @@ static void s_render_inspect(json_object *r, buf_t *b)
     }
 }
 
-static void s_inspect_reply(void *ud, json_object *content, const char *err)
+static void s_inspect_reply(void *ud, const char *text, size_t len, const char *err)
 {
     s_op_t *op = ud;
-    if (!content) {
-        char *msg = xasprintf("%s: %s", op->path, err ? err : "no answer");
-        s_finish(op, msg, true, NULL);
-        free(msg);
-        return;
-    }
-    json_object *found = NULL, *data = NULL, *plain = NULL;
-    if (!json_object_object_get_ex(content, "found", &found) || !json_object_get_boolean(found) ||
-        !json_object_object_get_ex(content, "data", &data) || !json_object_object_get_ex(data, "text/plain", &plain)) {
-        char *msg = xasprintf("%s: not found", op->path);
+    if (!text) {
+        char *msg = err ? xasprintf("%s: %s", op->path, err) : xasprintf("%s: not found", op->path);
         s_finish(op, msg, true, NULL);
         free(msg);
         return;
@@ -274,7 +274,7 @@ static void s_inspect_reply(void *ud, json_object *content, const char *err)
         buf_printf(&b, "(%s busy: the kernel's own inspector answers while code runs; drill-down works when it "
                        "is idle)\n",
                    st.language);
-    output_clean_text(json_object_get_string(plain), (size_t)json_object_get_string_len(plain), &b);
+    output_clean_text(text, len, &b);
     while (b.len && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
     s_finish(op, buf_str(&b), false, NULL);
@@ -285,13 +285,7 @@ static void s_inspect_reply(void *ud, json_object *content, const char *err)
  * ipykernel is busy). */
 static void s_inspect_protocol(s_op_t *op)
 {
-    buf_t c;
-    buf_init(&c, 0);
-    buf_puts(&c, "{\"code\":");
-    buf_put_json_str(&c, op->path, strlen(op->path));
-    buf_printf(&c, ",\"cursor_pos\":%zu,\"detail_level\":0}", utf8_count(op->path, strlen(op->path)));
-    runtime_query(op->ctx->rt, "inspect_request", buf_str(&c), s_inspect_reply, op);
-    buf_free(&c);
+    runtime_inspect(op->ctx->rt, op->path, s_inspect_reply, op);
 }
 
 static void s_inspect_helper(void *ud, const char *text, const char *err)
@@ -310,7 +304,7 @@ static void s_inspect_helper(void *ud, const char *text, const char *err)
     }
     json_object *ok = NULL;
     if (!json_object_object_get_ex(r, "ok", &ok) || !json_object_get_boolean(ok)) {
-        const char *e = wire_get_str(r, "error");
+        const char *e = s_get_str(r, "error");
         s_finish(op, e ? e : "not found", true, NULL);
     } else {
         buf_t b;
@@ -352,32 +346,24 @@ static void s_inspect(tools_ctx_t *ctx, mcp_call_t *call, const char *at)
 
 /* ------------------------------------------------------------ complete */
 
-static void s_complete_reply(void *ud, json_object *content, const char *err)
+static void s_complete_reply(void *ud, const runtime_completions_t *c, const char *err)
 {
     s_op_t *op = ud;
-    if (!content) {
-        char *msg = xasprintf("look: completion failed: %s", err ? err : "no answer");
+    if (!c) {
+        char *msg = xasprintf("look: completion failed: %s", err);
         s_finish(op, msg, true, NULL);
         free(msg);
         return;
     }
-    json_object *matches = NULL, *meta = NULL, *types = NULL, *v = NULL;
-    json_object_object_get_ex(content, "matches", &matches);
-    if (json_object_object_get_ex(content, "metadata", &meta))
-        json_object_object_get_ex(meta, "_jupyter_types_experimental", &types);
-    /* Prefer the typed list (label, kind, signature); plain matches otherwise. */
-    json_object *src = types && json_object_is_type(types, json_type_array) && json_object_array_length(types)
-                           ? types : matches;
-    size_t total = src && json_object_is_type(src, json_type_array) ? json_object_array_length(src) : 0;
-    long cs = json_object_object_get_ex(content, "cursor_start", &v) ? (long)json_object_get_int64(v) : op->cursor;
-    long ce = json_object_object_get_ex(content, "cursor_end", &v) ? (long)json_object_get_int64(v) : op->cursor;
+    size_t total = c->n;
+    long cs = c->cursor_start >= 0 ? c->cursor_start : op->cursor;
+    long ce = c->cursor_end >= 0 ? c->cursor_end : op->cursor;
     json_object *items = json_object_new_array();
     json_object *rows = json_object_new_array();
     for (size_t i = 0; i < total; i++) {
-        json_object *m = json_object_array_get_idx(src, i);
-        const char *label = src == types ? wire_get_str(m, "text") : json_object_get_string(m);
-        const char *kind = src == types ? wire_get_str(m, "type") : NULL;
-        const char *jsig = src == types ? wire_get_str(m, "signature") : NULL;
+        const char *label = c->items[i].label;
+        const char *kind = c->items[i].kind;
+        const char *jsig = c->items[i].signature;
         buf_t sig;
         buf_init(&sig, 0);
         if (label && jsig)
@@ -431,14 +417,8 @@ static void s_complete(tools_ctx_t *ctx, mcp_call_t *call, const char *code, lon
     }
     s_op_t *op = s_op_new(ctx, call);
     op->cursor = cursor;
-    buf_t c;
-    buf_init(&c, 0);
-    buf_puts(&c, "{\"code\":");
-    buf_put_json_str(&c, code, strlen(code));
     /* Jupyter counts cursor_pos in Unicode code points, as our clients do. */
-    buf_printf(&c, ",\"cursor_pos\":%ld}", cursor);
-    runtime_query(ctx->rt, "complete_request", buf_str(&c), s_complete_reply, op);
-    buf_free(&c);
+    runtime_complete(ctx->rt, code, (size_t)cursor, s_complete_reply, op);
 }
 
 static void s_look(mcp_call_t *call, json_object *args, void *ud)

@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "check.h"
 #include "fileio.h"
+#include "jmsg.h"
 #include "mem.h"
 #include "wire.h"
 
@@ -201,6 +202,69 @@ static void s_write_ours(const char *key, const char *out_path)
     wire_auth_free(&auth);
 }
 
+/* jmsg: every request content is what the nine hand-written copies wrote
+ * before there was one builder, byte for byte; replies parse typed and
+ * plain completions and inspect answers. */
+static void s_check_jmsg(void)
+{
+    buf_t b;
+    buf_init(&b, 0);
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = "x = \"é\"\n", .store_history = true, .allow_stdin = true});
+    CHECK_EQ_STR(buf_str(&b), "{\"code\":\"x = \\\"é\\\"\\n\",\"silent\":false,\"store_history\":true,"
+                              "\"user_expressions\":{},\"allow_stdin\":true,\"stop_on_error\":false}");
+    buf_reset(&b);
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = "1", .rat_expr = "_rat.snap()", .silent = true});
+    CHECK_EQ_STR(buf_str(&b), "{\"code\":\"1\",\"silent\":true,\"store_history\":false,"
+                              "\"user_expressions\":{\"rat\":\"_rat.snap()\"},\"allow_stdin\":false,\"stop_on_error\":false}");
+    buf_reset(&b);
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = "abc", .code_len = 2});
+    CHECK_EQ_STR(buf_str(&b), "{\"code\":\"ab\",\"silent\":false,\"store_history\":false,"
+                              "\"user_expressions\":{},\"allow_stdin\":false,\"stop_on_error\":false}");
+    buf_reset(&b);
+    jmsg_input_reply(&b, "yes\"");
+    CHECK_EQ_STR(buf_str(&b), "{\"value\":\"yes\\\"\"}");
+    buf_reset(&b);
+    jmsg_complete_request(&b, "pri", 3);
+    CHECK_EQ_STR(buf_str(&b), "{\"code\":\"pri\",\"cursor_pos\":3}");
+    buf_reset(&b);
+    jmsg_inspect_request(&b, "len", 3);
+    CHECK_EQ_STR(buf_str(&b), "{\"code\":\"len\",\"cursor_pos\":3,\"detail_level\":0}");
+    buf_free(&b);
+    CHECK_EQ_STR(jmsg_shutdown_request(true), "{\"restart\":true}");
+    CHECK_EQ_STR(jmsg_shutdown_request(false), "{\"restart\":false}");
+
+    json_object *typed = json_tokener_parse(
+        "{\"matches\":[\"print\"],\"cursor_start\":0,\"cursor_end\":3,\"metadata\":{\"_jupyter_types_experimental\":"
+        "[{\"text\":\"print\",\"type\":\"function\",\"signature\":\"(*args)\"},{\"type\":\"x\"}]}}");
+    jmsg_complete_reply_t r;
+    jmsg_complete_reply_parse(typed, &r);
+    CHECK_EQ_INT(r.n, 2);
+    CHECK_EQ_STR(r.items[0].label, "print");
+    CHECK_EQ_STR(r.items[0].kind, "function");
+    CHECK_EQ_STR(r.items[0].signature, "(*args)");
+    CHECK(r.items[1].label == NULL && r.items[1].signature == NULL);
+    CHECK_EQ_INT(r.cursor_start, 0);
+    CHECK_EQ_INT(r.cursor_end, 3);
+    jmsg_complete_reply_free(&r);
+    json_object_put(typed);
+    json_object *plain = json_tokener_parse("{\"matches\":[\"a\",\"b\"]}");
+    jmsg_complete_reply_parse(plain, &r);
+    CHECK_EQ_INT(r.n, 2);
+    CHECK(r.items[1].kind == NULL && !strcmp(r.items[1].label, "b"));
+    CHECK_EQ_INT(r.cursor_start, -1);
+    jmsg_complete_reply_free(&r);
+    json_object_put(plain);
+
+    size_t len = 99;
+    json_object *found = json_tokener_parse("{\"found\":true,\"data\":{\"text/plain\":\"int\"}}");
+    CHECK_EQ_STR(jmsg_inspect_reply_text(found, &len), "int");
+    CHECK_EQ_INT(len, 3);
+    json_object_put(found);
+    json_object *missing = json_tokener_parse("{\"found\":false,\"data\":{}}");
+    CHECK(jmsg_inspect_reply_text(missing, &len) == NULL);
+    json_object_put(missing);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -220,6 +284,7 @@ int main(int argc, char **argv)
     }
     s_check_malformed();
     s_check_replay_bounded();
+    s_check_jmsg();
     if (root && json_object_object_get_ex(root, "our_key", &key))
         s_write_ours(json_object_get_string(key), argv[2]);
     json_object_put(root);
