@@ -346,15 +346,15 @@ void *mcp_session_user(const mcp_session_t *self)
     return self->user;
 }
 
-static void s_send(mcp_session_t *self, void *origin, char *json, bool final)
+static void s_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kind_t kind)
 {
-    self->send(self->transport, origin, json, strlen(json), final);
+    self->send(self->transport, origin, json, strlen(json), kind);
     free(json);
 }
 
 void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params)
 {
-    s_send(self, NULL, jsonrpc_notification(method, params), false);
+    s_send(self, NULL, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
 }
 
 static json_object *s_log_params(mcp_log_level_t level, const char *logger, const char *text, size_t len)
@@ -424,7 +424,7 @@ static void s_finish(mcp_call_t *call, char *json)
 {
     mcp_session_t *s = call->session;
     if (!call->origin_gone && !call->cancelled)
-        s->send(s->transport, call->origin, json, strlen(json), true);
+        s->send(s->transport, call->origin, json, strlen(json), MCP_MSG_RESPONSE);
     free(json);
     s_call_free(call);
 }
@@ -459,10 +459,10 @@ void mcp_call_text_structured(mcp_call_t *call, const char *text, bool is_error,
     mcp_call_reply(call, res);
 }
 
-static void s_call_send(mcp_call_t *call, char *json)
+static void s_call_send(mcp_call_t *call, char *json, mcp_msg_kind_t kind)
 {
     if (!call->origin_gone && !call->cancelled)
-        call->session->send(call->session->transport, call->origin, json, strlen(json), false);
+        call->session->send(call->session->transport, call->origin, json, strlen(json), kind);
     free(json);
 }
 
@@ -470,7 +470,7 @@ void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, c
 {
     if (level < call->session->log_level || call->origin_gone)
         return;
-    s_call_send(call, jsonrpc_notification("notifications/message", s_log_params(level, logger, text, len)));
+    s_call_send(call, jsonrpc_notification("notifications/message", s_log_params(level, logger, text, len)), MCP_MSG_NOTIFICATION);
 }
 
 bool mcp_call_wants_progress(const mcp_call_t *call)
@@ -493,7 +493,7 @@ void mcp_call_progress(mcp_call_t *call, double progress, double total, const ch
         json_object_object_add(p, "total", json_object_new_double(total));
     if (message)
         json_object_object_add(p, "message", json_object_new_string(message));
-    s_call_send(call, jsonrpc_notification("notifications/progress", p));
+    s_call_send(call, jsonrpc_notification("notifications/progress", p), MCP_MSG_NOTIFICATION);
 }
 
 long mcp_call_request(mcp_call_t *call, const char *method, json_object *params, mcp_response_fn *fn, void *ud)
@@ -508,7 +508,7 @@ long mcp_call_request(mcp_call_t *call, const char *method, json_object *params,
     p->next = s->pending;
     s->pending = p;
     json_object *id = json_object_new_int64(p->id);
-    s_call_send(call, jsonrpc_request(id, method, params));
+    s_call_send(call, jsonrpc_request(id, method, params), MCP_MSG_REQUEST);
     json_object_put(id);
     return p->handle;
 }
@@ -530,12 +530,12 @@ void mcp_call_abandon_request(mcp_call_t *call, long handle)
 
 void mcp_session_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result)
 {
-    s_send(self, origin, jsonrpc_result(id, result), true);
+    s_send(self, origin, jsonrpc_result(id, result), MCP_MSG_RESPONSE);
 }
 
 void mcp_session_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg)
 {
-    s_send(self, origin, jsonrpc_error(id, code, msg, NULL), true);
+    s_send(self, origin, jsonrpc_error(id, code, msg, NULL), MCP_MSG_RESPONSE);
 }
 
 #define s_reply mcp_session_reply

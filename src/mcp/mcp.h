@@ -34,11 +34,18 @@ typedef enum {
     MCP_CANCEL_GONE,    /* the session ended; nobody will read a response */
 } mcp_cancel_reason_t;
 
+/* What an outgoing message is, so a transport never reads the JSON to know. */
+typedef enum {
+    MCP_MSG_NOTIFICATION, /* progress, log, list changes: a transport may drop it when the client does not read */
+    MCP_MSG_REQUEST,      /* server -> client request (elicitation, ...): its answer is awaited */
+    MCP_MSG_RESPONSE,     /* the result or error that ends the request it answers */
+} mcp_msg_kind_t;
+
 /* Transport hook: deliver one serialized message (no newline) to the client.
  * origin is what the transport passed to mcp_session_handle for the request
- * this message belongs to (NULL for messages tied to no request). final is
- * true for the response that ends that request. */
-typedef void (mcp_send_fn)(void *transport, void *origin, const char *json, size_t len, bool final);
+ * this message belongs to (NULL for messages tied to no request). A
+ * MCP_MSG_RESPONSE ends that request. */
+typedef void (mcp_send_fn)(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind);
 
 /* Tool handler: args is the validated argument object with defaults filled in,
  * borrowed for the duration of the call only. The handler must eventually

@@ -28,8 +28,9 @@
 static int s_finals;                 /* responses sent for the current line */
 static mcp_call_t *s_kept[KEEP_MAX]; /* calls left open by "keep" / "ask" */
 
-static void s_send(void *transport, void *origin, const char *json, size_t len, bool final)
+static void s_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind)
 {
+    bool final = kind == MCP_MSG_RESPONSE;
     FUZZ_ASSERT(strlen(json) == len);
     fuzz_check_jsonrpc(json, len, final ? FUZZ_MSG_RESPONSE : FUZZ_MSG_OTHER);
     if (final)

@@ -15,13 +15,15 @@ typedef struct {
     char *msgs[64];
     int n;
     bool final[64];
+    mcp_msg_kind_t kind[64];
 } s_sink_t;
 
-static void s_send(void *transport, void *origin, const char *json, size_t len, bool final)
+static void s_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind)
 {
     s_sink_t *s = transport;
     if (s->n < 64) {
-        s->final[s->n] = final;
+        s->final[s->n] = kind == MCP_MSG_RESPONSE;
+        s->kind[s->n] = kind;
         s->msgs[s->n++] = xstrndup(json, len);
     }
 }
@@ -150,7 +152,7 @@ static void test_session_lifecycle(void)
     s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\",\"n\":null}}}");
     CHECK_EQ_INT(s_tool_calls, 1);
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "{\\\"a\\\":\\\"x\\\",\\\"n\\\":3}") != NULL);
-    CHECK(sink.final[0]);
+    CHECK(sink.final[0] && sink.kind[0] == MCP_MSG_RESPONSE);
     s_sink_clear(&sink);
 
     s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":1}}}");
@@ -242,6 +244,8 @@ static void test_cancellation_and_progress(void)
     CHECK_EQ_INT(sink.n, 2);
     CHECK(strstr(sink.msgs[0], "\"progressToken\":\"tok\"") && strstr(sink.msgs[0], "\"progress\":5"));
     CHECK(strstr(sink.msgs[1], "\"progress\":6"));
+    /* the transports drop notifications under back-pressure by this kind */
+    CHECK(sink.kind[0] == MCP_MSG_NOTIFICATION && sink.kind[1] == MCP_MSG_NOTIFICATION);
     mcp_call_on_cancel(s_held, s_on_cancel, NULL);
     s_sink_clear(&sink);
     /* the same id again while in flight is refused */
@@ -343,6 +347,7 @@ static void test_malformed_replies_become_errors(void)
         snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"}}",
                  100 + (int)i);
         s_feed(s, line);
+        CHECK(sink.n > 0 && sink.kind[sink.n - 1] == MCP_MSG_REQUEST); /* never dropped */
         snprintf(line, sizeof line, cases[i].reply, (int)i + 1);
         int before = s_replies;
         s_reply_seen[0] = '\0';

@@ -326,16 +326,16 @@ static enum MHD_Result s_attach_sse(transport_http_t *self, s_stream_t *s, const
 }
 
 /* mcp_send_fn: the MCP layer delivers a message for a session. */
-static void s_mcp_send(void *transport, void *origin, const char *json, size_t len, bool final)
+static void s_mcp_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind)
 {
+    bool final = kind == MCP_MSG_RESPONSE;
     s_session_t *sess = transport;
     s_stream_t *s = origin ? origin : sess->get;
     if (!s || s->done) {
         log_debug("session %.8s: no stream for a server message; dropped", sess->id);
         return;
     }
-    bool is_notification = !final && strncmp(json, "{\"jsonrpc\":\"2.0\",\"method\"", 25) == 0;
-    if (is_notification && s->out.len - s->out_off > STREAM_DROP_NOTIFY) {
+    if (kind == MCP_MSG_NOTIFICATION && s->out.len - s->out_off > STREAM_DROP_NOTIFY) {
         if (s->dropped++ == 0)
             log_warn("session %.8s: client is not reading; dropping notifications", sess->id);
         return;

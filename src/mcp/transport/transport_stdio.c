@@ -77,12 +77,12 @@ static void s_write_some(transport_stdio_t *self)
     }
 }
 
-static void s_send(void *transport, void *origin, const char *json, size_t len, bool final)
+static void s_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind)
 {
     transport_stdio_t *self = transport;
     (void)origin;
     size_t pending = self->out.len - self->out_off;
-    if (!final && pending > OUT_DROP_NOTIFY && strncmp(json, "{\"jsonrpc\":\"2.0\",\"method\"", 25) == 0) {
+    if (kind == MCP_MSG_NOTIFICATION && pending > OUT_DROP_NOTIFY) {
         if (self->dropped++ == 0)
             log_warn("client is not reading stdout; dropping notifications");
         return;
