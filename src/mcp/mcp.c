@@ -33,7 +33,7 @@ mcp_server_t *mcp_server_new(const char *name, const char *version, const char *
     self->name = xstrdup(name);
     self->version = xstrdup(version);
     self->instructions = xstrdup(instructions);
-    self->extra_caps = json_object_new_object();
+    mcp_features_register(self, &self->features);
     return self;
 }
 
@@ -53,7 +53,6 @@ void mcp_server_destroy(mcp_server_t **self_p)
     for (size_t i = 0; i < self->nmethods; i++)
         free(self->methods[i].method);
     free(self->methods);
-    json_object_put(self->extra_caps);
     json_object_put(self->tools_list);
     mcp_features_free(&self->features);
     free(self->name);
@@ -89,20 +88,6 @@ void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn
     m->method = xstrdup(method);
     m->fn = fn;
     m->ud = ud;
-}
-
-void mcp_server_add_capabilities(mcp_server_t *self, json_object *caps)
-{
-    json_object_object_foreach(caps, key, val) {
-        json_object_object_add(self->extra_caps, key, json_object_get(val));
-    }
-    json_object_put(caps);
-}
-
-void mcp_server_on_initialized(mcp_server_t *self, mcp_session_fn *fn, void *ud)
-{
-    self->on_init = fn;
-    self->on_init_ud = ud;
 }
 
 static mcp_method_entry_t *s_find_method(mcp_server_t *self, const char *method)
@@ -150,6 +135,8 @@ static json_object *s_tools_list(mcp_server_t *self)
     return json_object_get(res);
 }
 
+/* Every capability the server announces, computed here and only here: what
+ * was registered (tools, resources, prompts, completion) decides. */
 static json_object *s_capabilities(mcp_server_t *self)
 {
     json_object *caps = json_object_new_object();
@@ -159,16 +146,20 @@ static json_object *s_capabilities(mcp_server_t *self)
         json_object_object_add(caps, "tools", t);
     }
     json_object_object_add(caps, "logging", json_object_new_object());
-    if (s_find_method(self, "resources/list"))
-        json_object_object_add(caps, "resources", json_object_new_object());
-    if (s_find_method(self, "prompts/list"))
-        json_object_object_add(caps, "prompts", json_object_new_object());
-    if (s_find_method(self, "completion/complete"))
-        json_object_object_add(caps, "completions", json_object_new_object());
-    mcp_features_capabilities(&self->features, caps);
-    json_object_object_foreach(self->extra_caps, key, val) {
-        json_object_object_add(caps, key, json_object_get(val));
+    const mcp_features_t *f = &self->features;
+    if (f->nresources || f->ntemplates || f->provider_list) {
+        json_object *r = json_object_new_object();
+        json_object_object_add(r, "subscribe", json_object_new_boolean(f->subscriptions));
+        json_object_object_add(r, "listChanged", json_object_new_boolean(false));
+        json_object_object_add(caps, "resources", r);
     }
+    if (f->nprompts) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "listChanged", json_object_new_boolean(false));
+        json_object_object_add(caps, "prompts", p);
+    }
+    if (f->complete)
+        json_object_object_add(caps, "completions", json_object_new_object());
     return caps;
 }
 
@@ -269,11 +260,6 @@ bool mcp_session_initialized(const mcp_session_t *self)
     return self->initialized;
 }
 
-const char *mcp_session_protocol(const mcp_session_t *self)
-{
-    return self->protocol;
-}
-
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability)
 {
     return self->client_caps && json_object_object_get_ex(self->client_caps, capability, NULL);
@@ -329,21 +315,6 @@ bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin)
         if (c->origin == origin && !c->cancelled && !c->origin_gone)
             return true;
     return false;
-}
-
-void *mcp_session_transport(const mcp_session_t *self)
-{
-    return self->transport;
-}
-
-void mcp_session_set_user(mcp_session_t *self, void *user)
-{
-    self->user = user;
-}
-
-void *mcp_session_user(const mcp_session_t *self)
-{
-    return self->user;
 }
 
 static void s_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kind_t kind)
@@ -402,16 +373,6 @@ void mcp_session_forget_origin(mcp_session_t *self, void *origin)
 mcp_session_t *mcp_call_session(const mcp_call_t *call)
 {
     return call->session;
-}
-
-const char *mcp_call_method(const mcp_call_t *call)
-{
-    return call->method;
-}
-
-const char *mcp_call_tool(const mcp_call_t *call)
-{
-    return call->tool;
 }
 
 void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud)
@@ -528,18 +489,16 @@ void mcp_call_abandon_request(mcp_call_t *call, long handle)
 
 /* -------------------------------------------------------------- dispatch */
 
-void mcp_session_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result)
+static void s_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result)
 {
     s_send(self, origin, jsonrpc_result(id, result), MCP_MSG_RESPONSE);
 }
 
-void mcp_session_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg)
+static void s_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg)
 {
     s_send(self, origin, jsonrpc_error(id, code, msg, NULL), MCP_MSG_RESPONSE);
 }
 
-#define s_reply mcp_session_reply
-#define s_error mcp_session_error
 
 static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
@@ -569,11 +528,9 @@ static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         json_object_object_add(res, "instructions", json_object_new_string(self->server->instructions));
     self->initialized = true;
     s_reply(self, m->id, origin, res);
-    if (self->server->on_init)
-        self->server->on_init(self, self->server->on_init_ud);
 }
 
-mcp_call_t *mcp_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+static mcp_call_t *s_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
     mcp_call_t *call = xcalloc(1, sizeof *call);
     call->session = self;
@@ -631,7 +588,7 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.arguments must be an object");
         return;
     }
-    mcp_call_t *call = mcp_call_create(self, m, origin);
+    mcp_call_t *call = s_call_create(self, m, origin);
     call->tool = xstrdup(tool->tool.name);
     json_object *clean = NULL;
     char err[512];
@@ -722,7 +679,7 @@ static bool s_known_method(mcp_session_t *self, const char *method)
     for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
         if (strcmp(method, builtin[i]) == 0)
             return true;
-    return mcp_features_known(method) || s_find_method(self->server, method) != NULL;
+    return s_find_method(self->server, method) != NULL;
 }
 
 static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
@@ -764,7 +721,7 @@ static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin
     }
     mcp_method_entry_t *custom = s_find_method(self->server, method);
     if (custom) {
-        mcp_call_t *call = mcp_call_create(self, m, origin);
+        mcp_call_t *call = s_call_create(self, m, origin);
         custom->fn(call, m->params, custom->ud);
         return;
     }
@@ -790,8 +747,6 @@ static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin
         }
         s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS,
                 "logging/setLevel: level must be one of debug, info, notice, warning, error, critical, alert, emergency");
-    } else if (!mcp_features_handle(self, m, origin)) {
-        s_error(self, m->id, origin, JSONRPC_METHOD_NOT_FOUND, "Method not found");
     }
 }
 

@@ -100,11 +100,10 @@ mcp_server_t *mcp_server_new(const char *name, const char *version, const char *
 void mcp_server_destroy(mcp_server_t **self_p);
 /* Registers a tool (copied). Aborts on an invalid schema: that is a bug. */
 void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool);
-/* Handles an extra method (e.g. "resources/read"). Registering resources/list,
- * prompts/list or completion/complete declares the matching capability. */
+/* Handles an extra method: fn gets a call (finish it as a tool's) and the
+ * params (borrowed, may be NULL). The resources, prompts and completion
+ * methods (mcp_features.c) are registered this way. */
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud);
-/* Merges extra capability fields, e.g. {"resources":{"subscribe":true}}. Consumed. */
-void mcp_server_add_capabilities(mcp_server_t *self, json_object *caps);
 /* Resources, templates (RFC 6570 level 1: {name} segments), prompts,
  * completion, subscriptions. Strings are copied. Registering any of them
  * declares the matching capability. */
@@ -123,8 +122,6 @@ void mcp_server_set_completion(mcp_server_t *self, mcp_complete_fn *fn, void *ud
  * every session subscribed to uri. */
 void mcp_server_enable_subscriptions(mcp_server_t *self);
 void mcp_server_resource_updated(mcp_server_t *self, const char *uri);
-/* Called after each session's initialize response. */
-void mcp_server_on_initialized(mcp_server_t *self, mcp_session_fn *fn, void *ud);
 /* Whether `version` is one of the protocol versions we speak. */
 bool mcp_protocol_supported(const char *version);
 
@@ -141,8 +138,6 @@ void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void 
  * without a cancel function, simply stop sending. */
 void mcp_session_forget_origin(mcp_session_t *self, void *origin);
 bool mcp_session_initialized(const mcp_session_t *self);
-/* The negotiated protocol version ("" before initialize). */
-const char *mcp_session_protocol(const mcp_session_t *self);
 /* Whether the client declared a capability (e.g. "elicitation"). */
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
 /* Sends a notification not tied to any request. params consumed. */
@@ -167,17 +162,10 @@ bool mcp_session_can_request(const mcp_session_t *self);
  * (false once it was answered, cancelled by the client or forgotten): a
  * transport ends the origin's stream when nothing more will come. */
 bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin);
-void *mcp_session_transport(const mcp_session_t *self);
-/* Opaque per-session slot for the application (not freed by mcp). */
-void mcp_session_set_user(mcp_session_t *self, void *user);
-void *mcp_session_user(const mcp_session_t *self);
 
 /* ---- calls ---- */
 
 mcp_session_t *mcp_call_session(const mcp_call_t *call);
-const char *mcp_call_method(const mcp_call_t *call);
-/* Tool name for tools/call, else NULL. */
-const char *mcp_call_tool(const mcp_call_t *call);
 void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
 /* Finishers: each sends the response and frees the call. */
 void mcp_call_reply(mcp_call_t *call, json_object *result);               /* consumed */

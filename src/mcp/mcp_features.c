@@ -137,34 +137,6 @@ void mcp_server_resource_updated(mcp_server_t *self, const char *uri)
     }
 }
 
-void mcp_features_capabilities(const mcp_features_t *f, json_object *caps)
-{
-    if (f->nresources || f->ntemplates || f->provider_list) {
-        json_object *r = json_object_new_object();
-        json_object_object_add(r, "subscribe", json_object_new_boolean(f->subscriptions));
-        json_object_object_add(r, "listChanged", json_object_new_boolean(false));
-        json_object_object_add(caps, "resources", r);
-    }
-    if (f->nprompts) {
-        json_object *p = json_object_new_object();
-        json_object_object_add(p, "listChanged", json_object_new_boolean(false));
-        json_object_object_add(caps, "prompts", p);
-    }
-    if (f->complete)
-        json_object_object_add(caps, "completions", json_object_new_object());
-}
-
-bool mcp_features_known(const char *method)
-{
-    static const char *methods[] = {"resources/list", "resources/read", "resources/templates/list",
-                                    "resources/subscribe", "resources/unsubscribe", "prompts/list",
-                                    "prompts/get", "completion/complete"};
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (strcmp(method, methods[i]) == 0)
-            return true;
-    return false;
-}
-
 /* ------------------------------------------------------------ helpers */
 
 static const char *s_param_str(json_object *params, const char *key)
@@ -177,11 +149,11 @@ static const char *s_param_str(json_object *params, const char *key)
 
 /* Pages an array: returns a result object with `key` and nextCursor, or NULL
  * (and sends -32602) for a bad cursor. Consumes arr. */
-static json_object *s_page(mcp_session_t *s, jsonrpc_msg_t *m, void *origin, const char *key, json_object *arr)
+static json_object *s_page(mcp_call_t *call, json_object *params, const char *key, json_object *arr)
 {
     size_t start = 0;
     json_object *cur = NULL;
-    if (m->params && json_object_object_get_ex(m->params, "cursor", &cur) && cur &&
+    if (params && json_object_object_get_ex(params, "cursor", &cur) && cur &&
         !json_object_is_type(cur, json_type_null)) {
         /* Cursors are the offsets we hand out: plain decimal digits. strtoul
          * alone would take "-1" (as ULONG_MAX, and start + LIST_PAGE would
@@ -190,7 +162,7 @@ static json_object *s_page(mcp_session_t *s, jsonrpc_msg_t *m, void *origin, con
         size_t len = c ? strlen(c) : 0;
         if (!c || len == 0 || len > 9 || strspn(c, "0123456789") != len) {
             json_object_put(arr);
-            mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "invalid cursor");
+            mcp_call_error(call, JSONRPC_INVALID_PARAMS, "invalid cursor");
             return NULL;
         }
         start = (size_t)strtoul(c, NULL, 10);
@@ -259,41 +231,40 @@ static bool s_template_match(const char *tmpl, const char *uri, json_object *var
 
 /* ------------------------------------------------------------ methods */
 
-static void s_resources_list(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
+static void s_resources_list(mcp_call_t *call, json_object *params, void *ud)
 {
-    mcp_features_t *f = &s->server->features;
+    mcp_features_t *f = ud;
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < f->nresources; i++)
         json_object_array_add(arr, s_describe(&f->resources[i], "uri"));
     if (f->provider_list)
         f->provider_list(arr, f->provider_ud);
-    json_object *res = s_page(s, m, origin, "resources", arr);
+    json_object *res = s_page(call, params, "resources", arr);
     if (res)
-        mcp_session_reply(s, m->id, origin, res);
+        mcp_call_reply(call, res);
 }
 
-static void s_templates_list(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
+static void s_templates_list(mcp_call_t *call, json_object *params, void *ud)
 {
-    mcp_features_t *f = &s->server->features;
+    mcp_features_t *f = ud;
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < f->ntemplates; i++)
         json_object_array_add(arr, s_describe(&f->templates[i], "uriTemplate"));
-    json_object *res = s_page(s, m, origin, "resourceTemplates", arr);
+    json_object *res = s_page(call, params, "resourceTemplates", arr);
     if (res)
-        mcp_session_reply(s, m->id, origin, res);
+        mcp_call_reply(call, res);
 }
 
-static void s_resources_read(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
+static void s_resources_read(mcp_call_t *call, json_object *params, void *ud)
 {
-    mcp_features_t *f = &s->server->features;
-    const char *uri = s_param_str(m->params, "uri");
+    mcp_features_t *f = ud;
+    const char *uri = s_param_str(params, "uri");
     if (!uri) {
-        mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "resources/read: params.uri (string) is required");
+        mcp_call_error(call, JSONRPC_INVALID_PARAMS, "resources/read: params.uri (string) is required");
         return;
     }
     for (size_t i = 0; i < f->nresources; i++) {
         if (strcmp(f->resources[i].uri, uri) == 0) {
-            mcp_call_t *call = mcp_call_create(s, m, origin);
             f->resources[i].fn(call, uri, NULL, f->resources[i].ud);
             return;
         }
@@ -301,7 +272,6 @@ static void s_resources_read(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
     for (size_t i = 0; i < f->ntemplates; i++) {
         json_object *vars = json_object_new_object();
         if (s_template_match(f->templates[i].uri, uri, vars)) {
-            mcp_call_t *call = mcp_call_create(s, m, origin);
             f->templates[i].fn(call, uri, vars, f->templates[i].ud);
             json_object_put(vars);
             return;
@@ -309,7 +279,6 @@ static void s_resources_read(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
         json_object_put(vars);
     }
     if (f->provider_read) {
-        mcp_call_t *call = mcp_call_create(s, m, origin);
         if (f->provider_read(call, uri, f->provider_ud))
             return;
         char msg[300];
@@ -319,23 +288,24 @@ static void s_resources_read(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
     }
     char msg[300];
     snprintf(msg, sizeof msg, "Resource not found: %.200s", uri);
-    mcp_session_error(s, m->id, origin, MCP_ERR_RESOURCE_NOT_FOUND, msg);
+    mcp_call_error(call, MCP_ERR_RESOURCE_NOT_FOUND, msg);
 }
 
-static void s_subscribe(mcp_session_t *s, jsonrpc_msg_t *m, void *origin, bool on)
+static void s_subscribe(mcp_call_t *call, json_object *params, mcp_features_t *f, bool on)
 {
-    const char *uri = s_param_str(m->params, "uri");
-    if (!s->server->features.subscriptions) {
-        mcp_session_error(s, m->id, origin, JSONRPC_METHOD_NOT_FOUND, "Resource subscriptions are not supported");
+    mcp_session_t *s = mcp_call_session(call);
+    const char *uri = s_param_str(params, "uri");
+    if (!f->subscriptions) {
+        mcp_call_error(call, JSONRPC_METHOD_NOT_FOUND, "Resource subscriptions are not supported");
         return;
     }
     if (!uri) {
-        mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "params.uri (string) is required");
+        mcp_call_error(call, JSONRPC_INVALID_PARAMS, "params.uri (string) is required");
         return;
     }
     if (on && !s_subscribed(s, uri)) {
         if (s->nsubscriptions >= MAX_SUBSCRIPTIONS) {
-            mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "too many subscriptions in this session");
+            mcp_call_error(call, JSONRPC_INVALID_PARAMS, "too many subscriptions in this session");
             return;
         }
         s->subscriptions = xrealloc(s->subscriptions, (s->nsubscriptions + 1) * sizeof *s->subscriptions);
@@ -349,7 +319,7 @@ static void s_subscribe(mcp_session_t *s, jsonrpc_msg_t *m, void *origin, bool o
             }
         }
     }
-    mcp_session_reply(s, m->id, origin, json_object_new_object());
+    mcp_call_reply(call, json_object_new_object());
 }
 
 static mcp_prompt_entry_t *s_find_prompt(mcp_features_t *f, const char *name)
@@ -360,9 +330,9 @@ static mcp_prompt_entry_t *s_find_prompt(mcp_features_t *f, const char *name)
     return NULL;
 }
 
-static void s_prompts_list(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
+static void s_prompts_list(mcp_call_t *call, json_object *params, void *ud)
 {
-    mcp_features_t *f = &s->server->features;
+    mcp_features_t *f = ud;
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < f->nprompts; i++) {
         mcp_prompt_entry_t *p = &f->prompts[i];
@@ -374,25 +344,25 @@ static void s_prompts_list(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
         json_object_object_add(o, "arguments", json_object_get(p->arguments));
         json_object_array_add(arr, o);
     }
-    json_object *res = s_page(s, m, origin, "prompts", arr);
+    json_object *res = s_page(call, params, "prompts", arr);
     if (res)
-        mcp_session_reply(s, m->id, origin, res);
+        mcp_call_reply(call, res);
 }
 
-static void s_prompts_get(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
+static void s_prompts_get(mcp_call_t *call, json_object *params, void *ud)
 {
-    mcp_prompt_entry_t *p = s_find_prompt(&s->server->features, s_param_str(m->params, "name"));
+    mcp_prompt_entry_t *p = s_find_prompt(ud, s_param_str(params, "name"));
     if (!p) {
-        mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "Unknown prompt");
+        mcp_call_error(call, JSONRPC_INVALID_PARAMS, "Unknown prompt");
         return;
     }
     json_object *args = NULL;
-    if (m->params)
-        json_object_object_get_ex(m->params, "arguments", &args);
+    if (params)
+        json_object_object_get_ex(params, "arguments", &args);
     if (args && json_object_is_type(args, json_type_null))
         args = NULL;
     if (args && !json_object_is_type(args, json_type_object)) {
-        mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "prompts/get: arguments must be an object");
+        mcp_call_error(call, JSONRPC_INVALID_PARAMS, "prompts/get: arguments must be an object");
         return;
     }
     for (size_t i = 0; i < json_object_array_length(p->arguments); i++) {
@@ -403,27 +373,26 @@ static void s_prompts_get(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
         if (required && !present) {
             char msg[200];
             snprintf(msg, sizeof msg, "prompts/get: missing required argument '%.100s'", name ? name : "?");
-            mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, msg);
+            mcp_call_error(call, JSONRPC_INVALID_PARAMS, msg);
             return;
         }
     }
     json_object *owned = args ? json_object_get(args) : json_object_new_object();
-    mcp_call_t *call = mcp_call_create(s, m, origin);
     p->fn(call, owned, p->ud);
     json_object_put(owned);
 }
 
-static void s_complete(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
+static void s_complete(mcp_call_t *call, json_object *params, void *ud)
 {
-    mcp_features_t *f = &s->server->features;
+    mcp_features_t *f = ud;
     if (!f->complete) {
-        mcp_session_error(s, m->id, origin, JSONRPC_METHOD_NOT_FOUND, "Completion is not supported");
+        mcp_call_error(call, JSONRPC_METHOD_NOT_FOUND, "Completion is not supported");
         return;
     }
     json_object *ref = NULL, *arg = NULL, *ctx = NULL;
-    if (!m->params || !json_object_object_get_ex(m->params, "ref", &ref) ||
-        !json_object_object_get_ex(m->params, "argument", &arg) || !json_object_is_type(arg, json_type_object)) {
-        mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "completion/complete: ref and argument are required");
+    if (!params || !json_object_object_get_ex(params, "ref", &ref) ||
+        !json_object_object_get_ex(params, "argument", &arg) || !json_object_is_type(arg, json_type_object)) {
+        mcp_call_error(call, JSONRPC_INVALID_PARAMS, "completion/complete: ref and argument are required");
         return;
     }
     const char *type = s_param_str(ref, "type");
@@ -438,36 +407,38 @@ static void s_complete(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
             known = strcmp(f->resources[i].uri, uri) == 0;
     }
     if (!known) {
-        mcp_session_error(s, m->id, origin, JSONRPC_INVALID_PARAMS, "completion/complete: unknown ref");
+        mcp_call_error(call, JSONRPC_INVALID_PARAMS, "completion/complete: unknown ref");
         return;
     }
     const char *name = s_param_str(arg, "name");
     const char *value = s_param_str(arg, "value");
-    json_object_object_get_ex(m->params, "context", &ctx);
-    mcp_call_t *call = mcp_call_create(s, m, origin);
+    json_object_object_get_ex(params, "context", &ctx);
     f->complete(call, ref, name ? name : "", value ? value : "", ctx, f->complete_ud);
 }
 
-bool mcp_features_handle(mcp_session_t *s, jsonrpc_msg_t *m, void *origin)
+static void s_subscribe_on(mcp_call_t *call, json_object *params, void *ud)
 {
-    const char *method = m->method;
-    if (strcmp(method, "resources/list") == 0)
-        s_resources_list(s, m, origin);
-    else if (strcmp(method, "resources/templates/list") == 0)
-        s_templates_list(s, m, origin);
-    else if (strcmp(method, "resources/read") == 0)
-        s_resources_read(s, m, origin);
-    else if (strcmp(method, "resources/subscribe") == 0)
-        s_subscribe(s, m, origin, true);
-    else if (strcmp(method, "resources/unsubscribe") == 0)
-        s_subscribe(s, m, origin, false);
-    else if (strcmp(method, "prompts/list") == 0)
-        s_prompts_list(s, m, origin);
-    else if (strcmp(method, "prompts/get") == 0)
-        s_prompts_get(s, m, origin);
-    else if (strcmp(method, "completion/complete") == 0)
-        s_complete(s, m, origin);
-    else
-        return false;
-    return true;
+    s_subscribe(call, params, ud, true);
+}
+
+static void s_subscribe_off(mcp_call_t *call, json_object *params, void *ud)
+{
+    s_subscribe(call, params, ud, false);
+}
+
+void mcp_features_register(mcp_server_t *srv, mcp_features_t *f)
+{
+    /* Always answered, with empty lists when nothing is registered (mcp2cli
+     * asks for them whatever the capabilities say). */
+    static const struct {
+        const char *method;
+        mcp_method_fn *fn;
+    } methods[] = {
+        {"resources/list", s_resources_list},       {"resources/templates/list", s_templates_list},
+        {"resources/read", s_resources_read},       {"resources/subscribe", s_subscribe_on},
+        {"resources/unsubscribe", s_subscribe_off}, {"prompts/list", s_prompts_list},
+        {"prompts/get", s_prompts_get},             {"completion/complete", s_complete},
+    };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        mcp_server_add_method(srv, methods[i].method, methods[i].fn, f);
 }

@@ -53,10 +53,7 @@ struct mcp_server {
     size_t ntools;
     mcp_method_entry_t *methods;          /* owned array */
     size_t nmethods;
-    json_object *extra_caps;              /* owned */
     json_object *tools_list;              /* owned cache of the tools/list result */
-    mcp_session_fn *on_init;
-    void *on_init_ud;
     mcp_features_t features;              /* resources, prompts, completion */
     mcp_session_t *sessions;              /* borrowed list of live sessions */
 };
@@ -102,26 +99,17 @@ struct mcp_session {
     mcp_session_fn *idle_fn;      /* called when ncalls drops to 0 */
     void *idle_ud;
     long next_handle;
-    void *user;
     char **subscriptions;         /* owned: resource URIs this client subscribed to */
     size_t nsubscriptions;
     mcp_session_t *next_in_server;
 };
 
 
-/* mcp.c */
-mcp_call_t *mcp_call_create(mcp_session_t *session, jsonrpc_msg_t *m, void *origin);
-void mcp_session_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result);
-void mcp_session_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg);
-
-/* mcp_features.c */
-/* Handles the resources, prompts and completion methods. Returns false when
- * method is none of those. */
-bool mcp_features_handle(mcp_session_t *session, jsonrpc_msg_t *m, void *origin);
-bool mcp_features_known(const char *method);
+/* mcp_features.c: a client of the server's public method table. */
+/* Registers the resources, prompts and completion methods over f (the
+ * server's; f lives as long as srv). */
+void mcp_features_register(mcp_server_t *srv, mcp_features_t *f);
 void mcp_features_free(mcp_features_t *f);
 void mcp_features_session_free(mcp_session_t *session);
-/* Capability objects for initialize (added to caps). */
-void mcp_features_capabilities(const mcp_features_t *f, json_object *caps);
 
 #endif
