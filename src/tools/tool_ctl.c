@@ -26,47 +26,41 @@ static const char s_schema[] =
     "\"required\":[\"op\"],\"additionalProperties\":false}";
 
 typedef struct {
-    tools_ctx_t *ctx;
-    mcp_call_t *call;
+    tools_op_t base;         /* first: the runtime calls back with the op */
     bool all;
     bool cancel;             /* a cancel: the runtime may hold op as a verdict's ud */
     long exec_number;        /* cancel: the run being interrupted */
     uint64_t timer;
 } s_op_t;
 
-static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call);
-
-static void s_op_cancelled(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+/* The call went. A reset or restart still calls back with the op; a
+ * cancel's verdict would go nowhere: forget it, and free the op now. */
+static bool s_op_detached(tools_op_t *base)
 {
-    s_op_t *op = ud;
-    /* The runtime may still call back with this op: keep it, but detached
-     * from the call (op->call = NULL makes the callback a no-op). */
-    op->call = NULL;
-    if (op->cancel) {
-        /* The verdict would go nowhere: nobody calls back with op now. */
-        runtime_cancel_forget(op->ctx->rt, op);
-        loop_timer_cancel(op->ctx->loop, op->timer);
-        free(op);
-    }
+    s_op_t *op = (s_op_t *)base;
+    if (!op->cancel)
+        return false;
+    runtime_cancel_forget(op->base.ctx->rt, op);
+    return true;
+}
+
+static void s_op_free(tools_op_t *base)
+{
+    s_op_t *op = (s_op_t *)base;
+    loop_timer_cancel(op->base.ctx->loop, op->timer);
+    free(op);
 }
 
 static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
 {
     s_op_t *op = xcalloc(1, sizeof *op);
-    op->ctx = ctx;
-    op->call = call;
-    mcp_call_on_cancel(call, s_op_cancelled, op);
+    tools_op_start(&op->base, ctx, call, s_op_detached, s_op_free);
     return op;
 }
 
 static void s_op_finish(s_op_t *op, const char *text, bool is_error)
 {
-    loop_timer_cancel(op->ctx->loop, op->timer);
-    if (op->call) {
-        mcp_call_on_cancel(op->call, NULL, NULL);
-        mcp_call_text(op->call, text, is_error);
-    }
-    free(op);
+    tools_op_finish(&op->base, text, is_error, NULL);
 }
 
 static void s_reset_done(void *ud, bool ok, const char *text)
@@ -76,8 +70,8 @@ static void s_reset_done(void *ud, bool ok, const char *text)
         s_op_finish(op, text, true);
         return;
     }
-    if (op->all && op->ctx->assets)
-        assets_clear(op->ctx->assets);
+    if (op->all && op->base.ctx->assets)
+        assets_clear(op->base.ctx->assets);
     buf_t b;
     buf_init(&b, 0);
     buf_printf(&b, "RESET | %s | ", op->all ? "namespace, history and saved outputs cleared" : "namespace cleared");
@@ -137,10 +131,10 @@ static void s_cancel_give_up(loop_t *loop, void *ud)
 {
     s_op_t *op = ud;
     op->timer = 0;
-    runtime_cancel_forget(op->ctx->rt, op);
+    runtime_cancel_forget(op->base.ctx->rt, op);
     op->cancel = false;
     runtime_status_t st;
-    runtime_status(op->ctx->rt, &st);
+    runtime_status(op->base.ctx->rt, &st);
     if (st.running && runtime_exec_number(st.running))
         op->exec_number = runtime_exec_number(st.running);
     char text[400];

@@ -27,8 +27,7 @@ static const char s_schema[] =
     "\"additionalProperties\":false}";
 
 typedef struct {
-    tools_ctx_t *ctx;
-    mcp_call_t *call;       /* NULL once the client went away */
+    tools_op_t base;        /* first: the runtime calls back with the op */
     char *path;             /* inspect: the path as given */
     char *code;             /* complete: the code */
     long cursor;            /* complete: code points */
@@ -43,35 +42,24 @@ static const char *s_get_str(json_object *r, const char *key)
     return NULL;
 }
 
-static void s_op_gone(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+static void s_op_free(tools_op_t *base)
 {
-    s_op_t *op = ud;
-    op->call = NULL; /* the runtime still calls back; then we only free */
-}
-
-static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
-{
-    s_op_t *op = xcalloc(1, sizeof *op);
-    op->ctx = ctx;
-    op->call = call;
-    mcp_call_on_cancel(call, s_op_gone, op);
-    return op;
-}
-
-static void s_op_free(s_op_t *op)
-{
+    s_op_t *op = (s_op_t *)base;
     free(op->path);
     free(op->code);
     free(op);
 }
 
+static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
+{
+    s_op_t *op = xcalloc(1, sizeof *op);
+    tools_op_start(&op->base, ctx, call, NULL, s_op_free);
+    return op;
+}
+
 static void s_finish(s_op_t *op, const char *text, bool is_error, json_object *structured)
 {
-    if (op->call) {
-        mcp_call_on_cancel(op->call, NULL, NULL);
-        mcp_call_text_structured(op->call, text, is_error, structured);
-    }
-    s_op_free(op);
+    tools_op_finish(&op->base, text, is_error, structured);
 }
 
 /* Appends rows as aligned columns: indent, then for each row its cells
@@ -163,8 +151,8 @@ static void s_overview_fresh(void *ud, const char *text, const char *err)
     buf_t b;
     buf_init(&b, 0);
     long snap_exec = 0;
-    json_object *cached = runtime_snapshot(op->ctx->rt, &snap_exec);
-    s_render_overview(op->ctx, snap ? snap : cached, snap_exec, &b);
+    json_object *cached = runtime_snapshot(op->base.ctx->rt, &snap_exec);
+    s_render_overview(op->base.ctx, snap ? snap : cached, snap_exec, &b);
     s_finish(op, buf_str(&b), false, NULL);
     buf_free(&b);
     json_object_put(snap);
@@ -269,8 +257,8 @@ static void s_inspect_reply(void *ud, const char *text, size_t len, const char *
     buf_t b;
     buf_init(&b, 0);
     runtime_status_t st;
-    runtime_status(op->ctx->rt, &st);
-    if (st.running && runtime_has_helper(op->ctx->rt))
+    runtime_status(op->base.ctx->rt, &st);
+    if (st.running && runtime_has_helper(op->base.ctx->rt))
         buf_printf(&b, "(%s busy: the kernel's own inspector answers while code runs; drill-down works when it "
                        "is idle)\n",
                    st.language);
@@ -285,7 +273,7 @@ static void s_inspect_reply(void *ud, const char *text, size_t len, const char *
  * ipykernel is busy). */
 static void s_inspect_protocol(s_op_t *op)
 {
-    runtime_inspect(op->ctx->rt, op->path, s_inspect_reply, op);
+    runtime_inspect(op->base.ctx->rt, op->path, s_inspect_reply, op);
 }
 
 static void s_inspect_helper(void *ud, const char *text, const char *err)
@@ -293,7 +281,7 @@ static void s_inspect_helper(void *ud, const char *text, const char *err)
     s_op_t *op = ud;
     json_object *r = text ? json_tokener_parse(text) : NULL;
     if (!r) {
-        if ((err && !strcmp(err, "busy")) || !runtime_has_helper(op->ctx->rt)) {
+        if ((err && !strcmp(err, "busy")) || !runtime_has_helper(op->base.ctx->rt)) {
             s_inspect_protocol(op); /* code started meanwhile, or no helper for this language */
             return;
         }

@@ -37,6 +37,28 @@ void tool_run_describe(mcp_tool_t *out);
 void tool_ctl_describe(mcp_tool_t *out);
 void tool_look_describe(mcp_tool_t *out);
 
+/* An operation that outlives its cancelled call (look, ctl): the runtime
+ * calls back later with the op as its ud, whatever the client did
+ * meanwhile, so the op cannot be freed when the call goes (client cancel,
+ * session end). It is detached instead (call = NULL) and that callback,
+ * through tools_op_finish, only frees it; unless detached (may be NULL)
+ * returns true: nothing will call back with the op any more, and it is
+ * freed at once. Embed it as the first member of the tool's op. */
+typedef struct tools_op tools_op_t;
+typedef bool (tools_op_detached_fn)(tools_op_t *op);
+typedef void (tools_op_free_fn)(tools_op_t *op);
+struct tools_op {
+    tools_ctx_t *ctx;                /* borrowed */
+    mcp_call_t *call;                /* NULL once the call is gone */
+    tools_op_detached_fn *detached;
+    tools_op_free_fn *free;          /* frees the whole op */
+};
+void tools_op_start(tools_op_t *op, tools_ctx_t *ctx, mcp_call_t *call, tools_op_detached_fn *detached,
+                    tools_op_free_fn *free_fn);
+/* Answers the call (text, plus structuredContent when not NULL) if it is
+ * still there, then frees op. */
+void tools_op_finish(tools_op_t *op, const char *text, bool is_error, json_object *structured);
+
 /* Follows ex on behalf of call until it finishes, asks for input, or wait_s
  * elapses, then finishes call with the standard run text. Used by run and
  * by ctl wait. The caller must have claimed ex. */
