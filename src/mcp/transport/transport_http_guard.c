@@ -1,0 +1,95 @@
+/* transport_http_guard: who may talk to the server: the Host header (DNS
+ * rebinding), the Origin allow-list and the bearer token, checked before a
+ * request is read. */
+#define LOG_MODULE "http"
+#include "transport_http_internal.h"
+
+static bool s_is_loopback_host(const char *h, size_t n);
+static bool s_host_ok(const char *host);
+static bool s_token_ok(const transport_http_t *self, struct MHD_Connection *c);
+
+static bool s_is_loopback_host(const char *h, size_t n)
+{
+    static const char *names[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t l = strlen(names[i]);
+        if (n == l && strncasecmp(h, names[i], l) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* "host[:port]" whose host part is a loopback name. */
+static bool s_host_ok(const char *host)
+{
+    if (!host || !*host)
+        return false;
+    const char *end = host + strlen(host);
+    const char *colon = NULL;
+    if (host[0] == '[') {
+        const char *rb = strchr(host, ']');
+        if (!rb)
+            return false;
+        colon = rb[1] == ':' ? rb + 1 : NULL;
+        if (rb[1] && !colon)
+            return false;
+    } else {
+        colon = strchr(host, ':');
+    }
+    size_t n = colon ? (size_t)(colon - host) : (size_t)(end - host);
+    if (colon) {
+        for (const char *p = colon + 1; *p; p++)
+            if (*p < '0' || *p > '9')
+                return false;
+    }
+    return s_is_loopback_host(host, n);
+}
+
+/* Origin "scheme://host[:port]" on a loopback host, or explicitly allowed. */
+bool http_origin_ok(const transport_http_t *self, const char *origin)
+{
+    for (size_t i = 0; self->allow_origins && self->allow_origins[i]; i++)
+        if (strcmp(origin, self->allow_origins[i]) == 0)
+            return true;
+    const char *p = NULL;
+    if (strncmp(origin, "http://", 7) == 0)
+        p = origin + 7;
+    else if (strncmp(origin, "https://", 8) == 0)
+        p = origin + 8;
+    return p && !strchr(p, '/') && s_host_ok(p);
+}
+
+/* Constant-time token check: compares hashes, so neither the content nor
+ * the length of the token leaks through timing. */
+static bool s_token_ok(const transport_http_t *self, struct MHD_Connection *c)
+{
+    if (!self->token)
+        return true;
+    const char *auth = http_header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    unsigned char a[crypto_generichash_BYTES], b[crypto_generichash_BYTES];
+    crypto_generichash(a, sizeof a, (const unsigned char *)auth + 7, strlen(auth + 7), NULL, 0);
+    crypto_generichash(b, sizeof b, (const unsigned char *)self->token, strlen(self->token), NULL, 0);
+    return sodium_memcmp(a, b, sizeof a) == 0;
+}
+
+/* Checks that apply to every request: Host/Origin (DNS rebinding), token. */
+enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, bool *refused)
+{
+    *refused = true;
+    const char *origin = http_header(c, "Origin");
+    if (origin && !http_origin_ok(self, origin))
+        return http_error(self, c, MHD_HTTP_FORBIDDEN, -32000, "Forbidden: Origin not allowed");
+    /* With a token, a browser cannot forge requests (it lacks the token), so
+     * Host is only checked in the token-less loopback setup. */
+    if (!self->token && !s_host_ok(http_header(c, MHD_HTTP_HEADER_HOST)))
+        return http_error(self, c, MHD_HTTP_FORBIDDEN, -32000, "Forbidden: Host not allowed");
+    if (!s_token_ok(self, c)) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        return http_queue(self, c, MHD_HTTP_UNAUTHORIZED, r);
+    }
+    *refused = false;
+    return MHD_YES;
+}

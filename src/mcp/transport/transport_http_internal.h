@@ -1,0 +1,131 @@
+/* transport_http_internal: the state the transport_http*.c files share (see
+ * transport_http.c). Not a public header: only those files include it. */
+#ifndef RAT_TRANSPORT_HTTP_INTERNAL_H
+#define RAT_TRANSPORT_HTTP_INTERNAL_H
+
+#include "transport_http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <sodium.h>
+#include <zmq.h>
+
+#include "buf.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "mem.h"
+#include "mhd_dl.h" /* last: it renames the MHD_* calls */
+
+#define SESSION_ID_HEX 32                 /* 128 random bits */
+#define STREAM_DROP_NOTIFY (4u << 20)     /* unsent bytes past which notifications are dropped */
+#define KEEPALIVE_MS 15000                /* SSE comment on idle GET streams */
+/* A POST stream whose call is in progress gets a comment after this much
+ * silence: MHD notices a client that went away only when a write fails
+ * (never while the connection is suspended), and the call must be released
+ * promptly so that ctl wait from another session can collect its run. */
+#define CALL_KEEPALIVE_MS 1000
+#define SWEEP_MS 60000                    /* idle session expiry check */
+#define MAX_ROUTES 8
+
+typedef struct http_session http_session_t;
+typedef struct http_stream http_stream_t;
+
+/* An SSE stream: the answer to one POST, or a session's GET stream. */
+struct http_stream {
+    transport_http_t *t;
+    http_session_t *sess;            /* borrowed; NULL once the session ended */
+    struct MHD_Connection *conn;  /* borrowed from MHD */
+    buf_t out;                    /* SSE text not yet handed to MHD */
+    size_t out_off;
+    buf_t final_json;             /* the response, kept in case it goes out as plain JSON */
+    bool had_other;               /* something besides the response was sent */
+    bool attached;                /* the SSE response is queued on the connection */
+    bool suspended;               /* MHD connection suspended waiting for data */
+    bool done;                    /* the response went out (POST) or the session ended */
+    bool is_get;
+    int64_t last_write_ms;
+    unsigned long dropped;
+    http_stream_t *next;             /* in transport->streams */
+};
+
+struct http_session {
+    transport_http_t *t;
+    char id[SESSION_ID_HEX + 1];
+    mcp_session_t *mcp;           /* owned */
+    http_stream_t *get;              /* the open GET stream, or NULL */
+    unsigned long event_id;
+    int64_t last_used_ms;
+    http_session_t *next;
+};
+
+/* Per request state (MHD's con_cls). */
+typedef struct {
+    bool started;
+    bool answered;                /* a response was queued early */
+    buf_t body;                   /* counted in transport->body_bytes */
+    bool too_big;
+    bool busy;                    /* refused: all bodies together hit max_bodies */
+    http_stream_t *stream;           /* POST that became SSE, or GET stream */
+    char new_sid[SESSION_ID_HEX + 1]; /* the session this initialize created, or "" */
+} http_req_t;
+
+typedef struct {
+    char prefix[64];
+    http_route_fn *fn;
+    void *ud;
+} http_route_t;
+
+struct transport_http {
+    loop_t *loop;                 /* borrowed */
+    mcp_server_t *server;         /* borrowed */
+    struct MHD_Daemon *daemon;
+    int epoll_watch;
+    uint64_t mhd_timer, keepalive_timer, sweep_timer, run_timer;
+    int port;
+    bool loopback;                /* bound to a loopback address */
+    char *token;                  /* owned */
+    char **allow_origins;         /* owned */
+    size_t max_body;
+    size_t max_bodies;
+    size_t body_bytes;            /* held in request bodies right now */
+    unsigned max_sessions, nsessions;
+    int session_idle_s;
+    http_session_t *sessions;        /* owned list */
+    http_stream_t *streams;          /* owned list of live streams */
+    http_route_t routes[MAX_ROUTES];
+    int nroutes;
+};
+
+/* transport_http.c */
+const char *http_header(struct MHD_Connection *c, const char *name);
+enum MHD_Result http_queue(transport_http_t *self, struct MHD_Connection *c, unsigned status,
+                           struct MHD_Response *r);
+enum MHD_Result http_error(transport_http_t *self, struct MHD_Connection *c, unsigned status, int code,
+                           const char *msg);
+void http_schedule_run(transport_http_t *self);
+
+/* transport_http_guard.c */
+bool http_origin_ok(const transport_http_t *self, const char *origin);
+enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, bool *refused);
+
+/* transport_http_session.c */
+http_stream_t *http_stream_new(transport_http_t *self, http_session_t *sess, struct MHD_Connection *c, bool is_get);
+void http_stream_free(http_stream_t *s);
+void http_stream_wake(http_stream_t *s);
+enum MHD_Result http_attach_sse(transport_http_t *self, http_stream_t *s, const char *session_id);
+http_session_t *http_session_find(transport_http_t *self, const char *id);
+void http_session_end(transport_http_t *self, http_session_t *sess);
+http_session_t *http_session_new(transport_http_t *self);
+void http_sweep(loop_t *loop, void *ud);
+void http_keepalive(loop_t *loop, void *ud);
+
+#endif

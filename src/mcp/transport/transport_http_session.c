@@ -1,0 +1,233 @@
+/* transport_http_session: MCP sessions over HTTP (creation, lookup, expiry,
+ * end) and the SSE streams that carry their messages (one per POST, one GET
+ * stream per session), with keep-alives and back-pressure. */
+#define LOG_MODULE "http"
+#include "transport_http_internal.h"
+
+static void s_stream_event(http_stream_t *s, const char *json, size_t len);
+static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
+static void s_mcp_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind);
+static bool s_session_idle(const http_session_t *sess);
+
+http_stream_t *http_stream_new(transport_http_t *self, http_session_t *sess, struct MHD_Connection *c, bool is_get)
+{
+    http_stream_t *s = xcalloc(1, sizeof *s);
+    s->t = self;
+    s->sess = sess;
+    s->conn = c;
+    s->is_get = is_get;
+    s->last_write_ms = loop_now_ms();
+    buf_init(&s->out, 0);
+    buf_init(&s->final_json, 0);
+    s->next = self->streams;
+    self->streams = s;
+    return s;
+}
+
+void http_stream_free(http_stream_t *s)
+{
+    transport_http_t *self = s->t;
+    for (http_stream_t **pp = &self->streams; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    if (s->sess) {
+        if (s->sess->get == s)
+            s->sess->get = NULL;
+        else if (!s->done)
+            mcp_session_forget_origin(s->sess->mcp, s);
+    }
+    buf_free(&s->out);
+    buf_free(&s->final_json);
+    free(s);
+}
+
+void http_stream_wake(http_stream_t *s)
+{
+    if (s->attached && s->suspended) {
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+        http_schedule_run(s->t);
+    }
+}
+
+static void s_stream_event(http_stream_t *s, const char *json, size_t len)
+{
+    http_session_t *sess = s->sess;
+    unsigned long id = sess ? ++sess->event_id : 0;
+    buf_printf(&s->out, "event: message\nid: %lu\ndata: ", id);
+    buf_append(&s->out, json, len);
+    buf_puts(&s->out, "\n\n");
+    s->last_write_ms = loop_now_ms();
+}
+
+/* MHD pulls SSE bytes here. No data yet: suspend until http_stream_wake. */
+static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    http_stream_t *s = cls;
+    size_t avail = s->out.len - s->out_off;
+    if (avail) {
+        size_t n = avail < max ? avail : max;
+        memcpy(buf, s->out.data + s->out_off, n);
+        s->out_off += n;
+        if (s->out_off == s->out.len) {
+            buf_reset(&s->out);
+            s->out_off = 0;
+        }
+        return (ssize_t)n;
+    }
+    if (s->done)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    s->suspended = true;
+    MHD_suspend_connection(s->conn);
+    return 0;
+}
+
+enum MHD_Result http_attach_sse(transport_http_t *self, http_stream_t *s, const char *session_id)
+{
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, s_stream_read, s, NULL);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    if (session_id)
+        MHD_add_response_header(r, "Mcp-Session-Id", session_id);
+    s->attached = true;
+    return http_queue(self, s->conn, MHD_HTTP_OK, r);
+}
+
+/* mcp_send_fn: the MCP layer delivers a message for a session. */
+static void s_mcp_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind)
+{
+    bool final = kind == MCP_MSG_RESPONSE;
+    http_session_t *sess = transport;
+    http_stream_t *s = origin ? origin : sess->get;
+    if (!s || s->done) {
+        log_debug("session %.8s: no stream for a server message; dropped", sess->id);
+        return;
+    }
+    if (kind == MCP_MSG_NOTIFICATION && s->out.len - s->out_off > STREAM_DROP_NOTIFY) {
+        if (s->dropped++ == 0)
+            log_warn("session %.8s: client is not reading; dropping notifications", sess->id);
+        return;
+    }
+    if (final && !s->is_get) {
+        if (!s->attached)
+            buf_append(&s->final_json, json, len);
+        s->done = true;
+    } else {
+        s->had_other = true;
+    }
+    s_stream_event(s, json, len);
+    http_stream_wake(s);
+}
+
+
+http_session_t *http_session_find(transport_http_t *self, const char *id)
+{
+    for (http_session_t *s = self->sessions; s; s = s->next)
+        if (strcmp(s->id, id) == 0)
+            return s;
+    return NULL;
+}
+
+void http_session_end(transport_http_t *self, http_session_t *sess)
+{
+    for (http_session_t **pp = &self->sessions; *pp; pp = &(*pp)->next) {
+        if (*pp == sess) {
+            *pp = sess->next;
+            self->nsessions--;
+            break;
+        }
+    }
+    /* Streams of this session end; in-flight calls are cancelled as "gone"
+     * by mcp_session_destroy (runs keep going; ctl wait can collect them). */
+    for (http_stream_t *s = self->streams; s; s = s->next) {
+        if (s->sess == sess) {
+            s->sess = NULL;
+            s->done = true;
+            http_stream_wake(s);
+        }
+    }
+    mcp_session_destroy(&sess->mcp);
+    log_info("session %.8s ended", sess->id);
+    free(sess);
+}
+
+static bool s_session_idle(const http_session_t *sess)
+{
+    if (mcp_session_calls(sess->mcp) || sess->get)
+        return false;
+    for (http_stream_t *s = sess->t->streams; s; s = s->next)
+        if (s->sess == sess)
+            return false;
+    return true;
+}
+
+http_session_t *http_session_new(transport_http_t *self)
+{
+    if (self->nsessions >= self->max_sessions) {
+        /* Evict the least recently used idle session. */
+        http_session_t *oldest = NULL;
+        for (http_session_t *s = self->sessions; s; s = s->next)
+            if (s_session_idle(s) && (!oldest || s->last_used_ms < oldest->last_used_ms))
+                oldest = s;
+        if (!oldest)
+            return NULL;
+        log_info("session table full: evicting idle session %.8s", oldest->id);
+        http_session_end(self, oldest);
+    }
+    http_session_t *sess = xcalloc(1, sizeof *sess);
+    sess->t = self;
+    unsigned char raw[SESSION_ID_HEX / 2];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(sess->id, sizeof sess->id, raw, sizeof raw);
+    sess->mcp = mcp_session_new(self->server, s_mcp_send, sess);
+    sess->last_used_ms = loop_now_ms();
+    sess->next = self->sessions;
+    self->sessions = sess;
+    self->nsessions++;
+    return sess;
+}
+
+void http_sweep(loop_t *loop, void *ud)
+{
+    transport_http_t *self = ud;
+    self->sweep_timer = loop_timer(loop, SWEEP_MS, http_sweep, self);
+    int64_t now = loop_now_ms();
+    http_session_t *s = self->sessions;
+    while (s) {
+        http_session_t *next = s->next;
+        if (s_session_idle(s) && now - s->last_used_ms > (int64_t)self->session_idle_s * 1000) {
+            log_info("session %.8s expired after %d s idle", s->id, self->session_idle_s);
+            http_session_end(self, s);
+        }
+        s = next;
+    }
+}
+
+void http_keepalive(loop_t *loop, void *ud)
+{
+    transport_http_t *self = ud;
+    self->keepalive_timer = loop_timer(loop, CALL_KEEPALIVE_MS, http_keepalive, self);
+    int64_t now = loop_now_ms();
+    /* A comment line keeps proxies from closing idle streams and lets MHD
+     * notice clients that went away (it cannot while a stream is suspended). */
+    for (http_stream_t *s = self->streams; s; s = s->next) {
+        if (s->attached && !s->done && !s->is_get && s->sess && !mcp_session_origin_pending(s->sess->mcp, s)) {
+            /* Its call was dropped (notifications/cancelled): no response
+             * will come, so the stream ends now instead of idling open. */
+            s->done = true;
+            http_stream_wake(s);
+            continue;
+        }
+        int64_t every = s->is_get ? KEEPALIVE_MS : CALL_KEEPALIVE_MS;
+        if (s->attached && !s->done && now - s->last_write_ms >= every) {
+            buf_puts(&s->out, ": keepalive\n\n");
+            s->last_write_ms = now;
+            http_stream_wake(s);
+        }
+    }
+}
