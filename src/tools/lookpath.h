@@ -1,6 +1,6 @@
 /* lookpath: parses look's `at` paths into segments.
  *
- * Syntax (documented in the README):
+ * Syntax (documented in doc/tools.md):
  *   name             a variable, a builtin, or an imported module
  *   .name            attribute, dict key, or (when an integer) index
  *   .'two words'     a dict key with any characters ("..." works too;

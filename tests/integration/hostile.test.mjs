@@ -15,7 +15,7 @@ import { hostileGenerator, req, decodeMessage, checkResponse as check, vmHWM } f
 
 const TOTAL = 10_000;
 const BATCH = 100;
-const MAX_LINE = 16 * 1024 * 1024; // TRANSPORT_STDIO_MAX_LINE, documented in the README
+const MAX_LINE = 16 * 1024 * 1024; // TRANSPORT_STDIO_MAX_LINE, documented in doc/security.md
 // Peak RSS bound: the discarded 100 MB line may cost one 16 MiB line buffer
 // (allocated as 32 MiB, touched up to 16); a sanitizer build has shadow
 // memory and a quarantine on top.

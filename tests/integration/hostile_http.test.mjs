@@ -3,7 +3,7 @@
 // `rat-py --http`: first without a session (before initialize), then with an
 // ended session, then inside an initialized session; plus bodies of 100 MB
 // (with Content-Length and chunked) and bodies at the 4 MiB limit. Each POST
-// must get the HTTP status and JSON-RPC answer the README documents:
+// must get the HTTP status and JSON-RPC answer doc/http.md documents:
 //   - not one valid JSON-RPC message (parse errors, wrong member types): 400
 //     with its JSON-RPC error (the id echoed when readable), before any
 //     session is looked at;
