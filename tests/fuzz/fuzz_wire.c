@@ -112,6 +112,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             /* Accepted with a key: the signature frame must be the HMAC. */
             FUZZ_ASSERT(lens[d + 1] == WIRE_SIG_HEX && memcmp(frames[d + 1], right, WIRE_SIG_HEX) == 0);
         }
+        /* A stream's text read in pieces from the frame (wire.h) is json-c's
+         * "text" byte for byte, in pieces of at most WIRE_STREAM_PIECE. */
+        if (strcmp(m.msg_type, "stream") == 0) {
+            json_object *ref, *t = NULL;
+            json_tokener *tok = json_tokener_new();
+            json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+            ref = json_tokener_parse_ex(tok, frames[d + 5], (int)lens[d + 5]);
+            FUZZ_ASSERT(ref != NULL);
+            bool has = json_object_object_get_ex(ref, "text", &t) && json_object_is_type(t, json_type_string);
+            const char *want = has ? json_object_get_string(t) : "";
+            size_t wlen = has ? (size_t)json_object_get_string_len(t) : 0, got = 0;
+            const char *piece;
+            size_t plen;
+            while (wire_stream_next(&m, &piece, &plen)) {
+                FUZZ_ASSERT(plen <= WIRE_STREAM_PIECE && got + plen <= wlen && memcmp(want + got, piece, plen) == 0);
+                got += plen;
+            }
+            FUZZ_ASSERT(got == wlen);
+            json_object_put(ref);
+            json_tokener_free(tok);
+        }
         wire_msg_free(&m);
         FUZZ_ASSERT(s_zeroed(&m));
 
