@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,7 @@ typedef struct s_pending_reset {
 
 struct runtime {
     loop_t *loop;                  /* borrowed */
+    uint64_t trim_timer;           /* pending s_trim, 0 if none */
     void *zctx;                    /* borrowed */
     /* options, owned copies */
     char *kernel_name, *existing, *cwd, *runtime_dir, *assets_dir, *interpreter, *env_note;
@@ -355,6 +357,17 @@ static void s_collect(runtime_t *self)
         self->collect_timer = loop_timer(self->loop, 0, s_collect_now, self);
 }
 
+/* A second after runs end, freed heap pages go back to the system
+ * (malloc_trim): a flood or a big result must not stay in an idle rat-py's
+ * RSS. Off the critical path, and at most once a second however many runs. */
+#define TRIM_DELAY_MS 1000
+static void s_trim(loop_t *loop, void *ud)
+{
+    runtime_t *self = ud;
+    self->trim_timer = 0;
+    malloc_trim(0);
+}
+
 static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, const char *why)
 {
     if (ex->state == RUNTIME_EXEC_DONE)
@@ -368,6 +381,8 @@ static void s_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outc
         ex->why = xstrdup(why);
     if (self->assets && (ex->assets || output_spill_path(ex->out)))
         assets_trim(self->assets);
+    if (!self->trim_timer)
+        self->trim_timer = loop_timer(self->loop, TRIM_DELAY_MS, s_trim, self);
     FREE_AND_NULL(ex->prompt);
     json_object_put(ex->input_header);
     ex->input_header = NULL;
@@ -738,10 +753,11 @@ static void s_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     json_object *c = m->content;
     if (strcmp(t, "stream") == 0) {
         const char *name = wire_get_str(c, "name");
-        json_object *text = NULL;
-        if (json_object_object_get_ex(c, "text", &text) && json_object_is_type(text, json_type_string))
-            s_output_text(ex, name && strcmp(name, "stderr") == 0 ? 1 : 0, json_object_get_string(text),
-                          (size_t)json_object_get_string_len(text));
+        const char *text;
+        size_t len;
+        /* In pieces: a flood's message is never copied whole (wire.h). */
+        while (wire_stream_next(m, &text, &len))
+            s_output_text(ex, name && strcmp(name, "stderr") == 0 ? 1 : 0, text, len);
     } else if (strcmp(t, "execute_result") == 0 || strcmp(t, "display_data") == 0 ||
                strcmp(t, "update_display_data") == 0) {
         json_object *n = NULL;
@@ -981,12 +997,14 @@ static void s_req_iopub(runtime_t *self, wire_msg_t *m)
     if (!r || !r->capture)
         return;
     const char *t = m->msg_type;
-    json_object *c = m->content, *text = NULL;
+    json_object *c = m->content;
     if (strcmp(t, "stream") == 0) {
-        const char *name = wire_get_str(c, "name");
-        if (name && strcmp(name, "stdout") == 0 && json_object_object_get_ex(c, "text", &text) &&
-            json_object_is_type(text, json_type_string) &&
-            buf_append(&r->out, json_object_get_string(text), (size_t)json_object_get_string_len(text)) < 0)
+        const char *name = wire_get_str(c, "name"), *text;
+        size_t len;
+        bool over = false;
+        while (name && strcmp(name, "stdout") == 0 && !over && wire_stream_next(m, &text, &len))
+            over = buf_append(&r->out, text, len) < 0;
+        if (over)
             log_warn("a helper answer exceeded %u bytes; ignored", HELPER_OUTPUT_MAX);
     } else if (strcmp(t, "error") == 0) {
         const char *ev = wire_get_str(c, "evalue");
@@ -1703,6 +1721,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     if (!self_p || !*self_p)
         return;
     runtime_t *self = *self_p;
+    loop_timer_cancel(self->loop, self->trim_timer);
     loop_timer_cancel(self->loop, self->pump_timer);
     loop_timer_cancel(self->loop, self->spare_timer);
     loop_timer_cancel(self->loop, self->collect_timer);
