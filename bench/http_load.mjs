@@ -2,7 +2,7 @@
 // one run streams output; p50/p99 latency and errors. Loopback only, bounded.
 // Usage: node http_load.mjs RAT_PY [SESSIONS] [ROUNDS]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -45,6 +45,11 @@ const streaming = post(streamer, 'tools/call', { name: 'run', arguments: {
 const sids = await Promise.all(Array.from({ length: SESSIONS }, session));
 const lat = [];
 let errors = 0;
+// CPU seconds of rat-py (from /proc) and of this load generator over the
+// measured phase: which of the two bounds the latency (issue 14 item 5).
+const ratCpu = () => { const f = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; };
+const cpu0 = process.cpuUsage(), rat0 = ratCpu();
 const t0 = Date.now();
 await Promise.all(sids.map(async (sid) => {
   for (let r = 0; r < ROUNDS; r++) {
@@ -61,6 +66,7 @@ await Promise.all(sids.map(async (sid) => {
   }
 }));
 const elapsed = Date.now() - t0;
+const cpu1 = process.cpuUsage(cpu0), rat1 = ratCpu();
 await streaming.catch(() => { errors++; });
 lat.sort((a, b) => a - b);
 const q = (p) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] ?? NaN;
@@ -69,6 +75,9 @@ console.log(`errors ${errors}`);
 console.log(`p50_ms ${q(0.5).toFixed(1)}`);
 console.log(`p99_ms ${q(0.99).toFixed(1)}`);
 console.log(`elapsed_ms ${elapsed}`);
+console.log(`client_cpu_pct ${((cpu1.user + cpu1.system) / 1000 / elapsed * 100).toFixed(0)}`);
+console.log(`ratpy_cpu_pct ${((rat1 - rat0) * 1000 / elapsed * 100).toFixed(0)}`);
+console.log(`ratpy_us_per_req ${((rat1 - rat0) * 1e6 / Math.max(1, lat.length)).toFixed(0)}`);
 proc.kill('SIGTERM');
 await new Promise((r) => proc.on('exit', r));
 rmSync(dir, { recursive: true, force: true });

@@ -10,7 +10,10 @@
  *   ping N      N JSON-RPC pings (the pipes and rat-py's MCP path, no
  *               kernel), us each
  *   flood N     `for i in range(N): print(i)`: ms, notifications, rat-py RSS
- *   rss         rat-py's RSS when idle after one run
+ *               (peak, and idle 1 s after the run)
+ *   floodw N    the same with N 25-byte lines written by sys.stdout.write
+ *               (the kernel sends fewer, bigger messages)
+ *   rss [N]     rat-py's RSS when idle after N runs (default 1)
  *   restart N   N x (ctl restart; run x = 42), ms each
  *   look        overview with 10 000 variables, drill into a 10^6-key dict,
  *               a completion: ms each */
@@ -193,18 +196,30 @@ int main(int argc, char **argv)
             if (i >= 0)
                 printf("%.0f\n", (s_now_ms() - a) * 1000.0);
         }
-    } else if (strcmp(mode, "flood") == 0) {
+    } else if (strcmp(mode, "flood") == 0 || strcmp(mode, "floodw") == 0) {
         s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
-        char args[128];
-        snprintf(args, sizeof args, "{\"code\":\"for i in range(%ld): print(i)\",\"wait\":3600}", n);
+        char args[256];
+        if (strcmp(mode, "flood") == 0)
+            snprintf(args, sizeof args, "{\"code\":\"for i in range(%ld): print(i)\",\"wait\":3600}", n);
+        else
+            snprintf(args, sizeof args,
+                     "{\"code\":\"import sys\\nw = sys.stdout.write\\nfor i in range(%ld): w('%%024d\\\\n' %% i)\","
+                     "\"wait\":3600}",
+                     n);
         s_notifications = 0;
         double a = s_now_ms();
         s_check(s_call("run", args), "flood");
-        printf("flood_ms %.1f\nnotifications %ld\nrss_after_kb %ld\nhwm_kb %ld\n", s_now_ms() - a, s_notifications,
-               s_rss_kb("VmRSS:"), s_rss_kb("VmHWM:"));
+        double ms = s_now_ms() - a;
+        long after = s_rss_kb("VmRSS:");
+        struct timespec ts = {1, 500 * 1000000L};
+        nanosleep(&ts, NULL);
+        printf("flood_ms %.1f\nnotifications %ld\nrss_after_kb %ld\nhwm_kb %ld\nrss_idle_kb %ld\n", ms, s_notifications,
+               after, s_rss_kb("VmHWM:"), s_rss_kb("VmRSS:"));
     } else if (strcmp(mode, "rss") == 0) {
-        s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
-        struct timespec ts = {0, 300 * 1000000L};
+        long runs = dash > 2 ? n : 1;
+        for (long i = 0; i < runs; i++)
+            s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        struct timespec ts = {1, 500 * 1000000L}; /* past the runtime's idle trim (1 s) */
         nanosleep(&ts, NULL);
         printf("rss_idle_kb %ld\nhwm_kb %ld\n", s_rss_kb("VmRSS:"), s_rss_kb("VmHWM:"));
     } else if (strcmp(mode, "restart") == 0) {

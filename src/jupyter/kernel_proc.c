@@ -121,7 +121,9 @@ kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *o, char *err, size_t 
     }
     int logfd = -1;
     if (o->log_path) {
-        logfd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        /* O_NOFOLLOW: a symlink planted at the log's name (the runtime dir may
+         * be shared, e.g. Jupyter's) must not make us append to its target. */
+        logfd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (logfd < 0)
             log_warn("cannot open kernel log %s: %s; kernel output is discarded", o->log_path, strerror(errno));
     }

@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include "mem.h"
+#include "utf8.h"
 
 void wire_auth_init(wire_auth_t *a, const char *key, size_t len)
 {
@@ -156,6 +157,246 @@ const char *wire_get_str(json_object *obj, const char *key)
     return NULL;
 }
 
+/* ------------------------------------------------------ lazy stream text */
+
+static bool s_is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int s_hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* Checks the JSON string body starting at p (after its opening quote):
+ * strict escapes, no raw control characters, valid UTF-8. Returns the
+ * closing quote, or NULL when the string is not valid JSON. */
+static const char *s_scan_str(const char *p, const char *end)
+{
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"')
+            return p;
+        if (c < 0x20)
+            return NULL;
+        if (c == '\\') {
+            if (end - p < 2)
+                return NULL;
+            char e = p[1];
+            if (e == 'u') {
+                if (end - p < 6 || s_hex4(p + 2) < 0)
+                    return NULL;
+                p += 6;
+            } else if (strchr("\"\\/bfnrt", e) && e) {
+                p += 2;
+            } else {
+                return NULL;
+            }
+        } else if (c < 0x80) {
+            p++;
+        } else {
+            size_t n = utf8_valid_char(p, (size_t)(end - p));
+            if (!n)
+                return NULL;
+            p += n;
+        }
+    }
+    return NULL;
+}
+
+static size_t s_put_cp(char *o, unsigned cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Decodes the already-checked string body [*pp, end) into out (room cap >=
+ * 8), stopping before a character that would not fit; advances *pp. Returns
+ * the bytes written. Surrogates decode as json-c decodes them: a pair to its
+ * character, a lone one to U+FFFD. */
+static size_t s_unescape(const char **pp, const char *end, char *out, size_t cap)
+{
+    const char *p = *pp;
+    size_t o = 0;
+    while (p < end && o + 8 <= cap) {
+        if (*p != '\\') {
+            const char *bs = memchr(p, '\\', (size_t)(end - p));
+            size_t run = (size_t)((bs ? bs : end) - p);
+            if (run > cap - o)
+                run = utf8_floor(p, (size_t)(end - p), cap - o);
+            if (run == 0)
+                break;
+            memcpy(out + o, p, run);
+            o += run;
+            p += run;
+            continue;
+        }
+        char e = p[1];
+        if (e != 'u') {
+            static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+            out[o++] = to[strchr(from, e) - from];
+            p += 2;
+            continue;
+        }
+        unsigned cp = (unsigned)s_hex4(p + 2);
+        p += 6;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            int lo = (end - p >= 6 && p[0] == '\\' && p[1] == 'u') ? s_hex4(p + 2) : -1;
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
+                p += 6;
+            } else {
+                cp = 0xFFFD;
+            }
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            cp = 0xFFFD;
+        }
+        o += s_put_cp(out + o, cp);
+    }
+    *pp = p;
+    return o;
+}
+
+#define STREAM_NAME_MAX 64 /* raw bytes of a "name" value we decode here */
+
+/* Recognises a stream message's content: an object whose members are all
+ * strings, with a "text", strictly valid. On success sets out->content to
+ * {"name": …} (when there is a name) and out->stream_raw to the text's raw
+ * body, and returns true. Anything else (other member types, a long name,
+ * invalid JSON) returns false and changes nothing: json-c then decides, so
+ * this path never accepts what json-c would refuse, only less. */
+static bool s_lazy_stream(const char *p, size_t len, wire_msg_t *out)
+{
+    const char *end = p + len, *text = NULL, *name = NULL;
+    size_t text_len = 0, name_len = 0;
+    while (p < end && s_is_ws(*p))
+        p++;
+    if (p == end || *p++ != '{')
+        return false;
+    bool first = true;
+    for (;;) {
+        while (p < end && s_is_ws(*p))
+            p++;
+        if (p == end)
+            return false;
+        if (*p == '}' && first) {
+            p++;
+            break;
+        }
+        if (*p != '"')
+            return false;
+        const char *k = p + 1, *ke = s_scan_str(k, end);
+        if (!ke)
+            return false;
+        p = ke + 1;
+        while (p < end && s_is_ws(*p))
+            p++;
+        if (p == end || *p++ != ':')
+            return false;
+        while (p < end && s_is_ws(*p))
+            p++;
+        if (p == end || *p != '"')
+            return false;
+        const char *v = p + 1, *ve = s_scan_str(v, end);
+        if (!ve)
+            return false;
+        p = ve + 1;
+        /* Keys compared raw: an escaped spelling of "text" goes to json-c. A
+         * repeated key: the last one counts, as in json-c. */
+        if (ke - k == 4 && memcmp(k, "text", 4) == 0) {
+            text = v;
+            text_len = (size_t)(ve - v);
+        } else if (ke - k == 4 && memcmp(k, "name", 4) == 0) {
+            name = v;
+            name_len = (size_t)(ve - v);
+        } else if ((ke - k) != 4 && memchr(k, '\\', (size_t)(ke - k))) {
+            return false;
+        }
+        first = false;
+        while (p < end && s_is_ws(*p))
+            p++;
+        if (p == end)
+            return false;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p++ != '}')
+            return false;
+        break;
+    }
+    /* json-c stops at the object's end and we require it to be the frame's
+     * end (no trailing bytes, not even whitespace). */
+    if (p != end || !text || name_len > STREAM_NAME_MAX)
+        return false;
+    json_object *c = json_object_new_object();
+    if (name) {
+        char nb[STREAM_NAME_MAX + 8];
+        const char *np = name;
+        size_t n = s_unescape(&np, name + name_len, nb, sizeof nb);
+        json_object_object_add(c, "name", json_object_new_string_len(nb, (int)n));
+    }
+    out->content = c;
+    out->stream_raw = text;
+    out->stream_len = text_len;
+    out->stream_pos = 0;
+    return true;
+}
+
+bool wire_stream_next(wire_msg_t *m, const char **text, size_t *len)
+{
+    if (!m->stream_raw) {
+        json_object *t = NULL;
+        if (m->stream_given || !json_object_object_get_ex(m->content, "text", &t) ||
+            !json_object_is_type(t, json_type_string))
+            return false;
+        m->stream_given = true;
+        *text = json_object_get_string(t);
+        *len = (size_t)json_object_get_string_len(t);
+        return true;
+    }
+    if (m->stream_pos >= m->stream_len)
+        return false;
+    size_t cap = m->stream_len - m->stream_pos + 8;
+    if (cap > WIRE_STREAM_PIECE)
+        cap = WIRE_STREAM_PIECE;
+    if (!m->stream_piece)
+        m->stream_piece = xmalloc(cap);
+    const char *p = m->stream_raw + m->stream_pos;
+    size_t n = s_unescape(&p, m->stream_raw + m->stream_len, m->stream_piece, cap);
+    m->stream_pos = (size_t)(p - m->stream_raw);
+    *text = m->stream_piece;
+    *len = n;
+    return true;
+}
+
 wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const void *const frames[],
                        const size_t lens[], size_t n, wire_msg_t *out)
 {
@@ -193,6 +434,13 @@ wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const voi
     static const int which[3] = {0, 1, 3};
     json_object *objs[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++) {
+        if (i == 2) {
+            const char *t = wire_get_str(objs[0], "msg_type");
+            if (t && strcmp(t, "stream") == 0 && s_lazy_stream(parts[3], plens[3], out)) {
+                objs[2] = out->content;
+                break;
+            }
+        }
         objs[i] = s_parse_obj(tok, parts[which[i]], plens[which[i]]);
         if (!objs[i]) {
             for (int j = 0; j < i; j++)
@@ -220,6 +468,7 @@ void wire_msg_free(wire_msg_t *m)
     json_object_put(m->parent);
     json_object_put(m->metadata);
     json_object_put(m->content);
+    free(m->stream_piece);
     memset(m, 0, sizeof *m);
 }
 

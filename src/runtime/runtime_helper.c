@@ -401,12 +401,14 @@ void rt_req_iopub(runtime_t *self, wire_msg_t *m)
     if (!r || !r->capture)
         return;
     const char *t = m->msg_type;
-    json_object *c = m->content, *text = NULL;
+    json_object *c = m->content;
     if (strcmp(t, "stream") == 0) {
-        const char *name = wire_get_str(c, "name");
-        if (name && strcmp(name, "stdout") == 0 && json_object_object_get_ex(c, "text", &text) &&
-            json_object_is_type(text, json_type_string) &&
-            buf_append(&r->out, json_object_get_string(text), (size_t)json_object_get_string_len(text)) < 0)
+        const char *name = wire_get_str(c, "name"), *text;
+        size_t len;
+        bool over = false;
+        while (name && strcmp(name, "stdout") == 0 && !over && wire_stream_next(m, &text, &len))
+            over = buf_append(&r->out, text, len) < 0;
+        if (over)
             log_warn("a helper answer exceeded %u bytes; ignored", HELPER_OUTPUT_MAX);
     } else if (strcmp(t, "error") == 0) {
         const char *ev = wire_get_str(c, "evalue");

@@ -176,6 +176,7 @@ struct runtime {
      * caller ended with the death): the next run's output says so. Owned. */
     char *restart_note;
     uint64_t pump_timer;
+    uint64_t trim_timer;           /* pending rt_trim (malloc_trim), 0 if none */
     uint64_t collect_timer;        /* frees released executions from the loop */
     kernel_conn_factory_fn *connect; /* NULL: ZeroMQ */
     void *connect_ud;

@@ -188,10 +188,11 @@ void rt_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     json_object *c = m->content;
     if (strcmp(t, "stream") == 0) {
         const char *name = wire_get_str(c, "name");
-        json_object *text = NULL;
-        if (json_object_object_get_ex(c, "text", &text) && json_object_is_type(text, json_type_string))
-            s_output_text(ex, name && strcmp(name, "stderr") == 0 ? 1 : 0, json_object_get_string(text),
-                          (size_t)json_object_get_string_len(text));
+        const char *text;
+        size_t len;
+        /* In pieces: a flood's message is never copied whole (wire.h). */
+        while (wire_stream_next(m, &text, &len))
+            s_output_text(ex, name && strcmp(name, "stderr") == 0 ? 1 : 0, text, len);
     } else if (strcmp(t, "execute_result") == 0 || strcmp(t, "display_data") == 0 ||
                strcmp(t, "update_display_data") == 0) {
         json_object *n = NULL;

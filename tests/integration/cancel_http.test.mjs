@@ -74,12 +74,12 @@ test('only the session whose run asked answers its input(); the other is told so
   try {
     const r = await call(a, 'run', { code: 'name = input("Name: ")\nprint("hello", name)' });
     assert.match(r.text, /INPUT REQUESTED: "Name: "/);
-    const stolen = await call(b, 'run', { input: 'mallory' });
+    const stolen = await call(b, 'run', { code: '', input: 'mallory' });
     assert.equal(stolen.isError, true);
     assert.match(stolen.text, /^run: the input\(\) waiting is exec #\d+'s, a run of another session; only that session can answer it/);
     const w = await call(b, 'ctl', { op: 'wait' });
     assert.equal(w.text, 'Nothing to wait for: the running code waits for input() from the session that started it.');
-    const done = await call(a, 'run', { input: 'alice' });
+    const done = await call(a, 'run', { code: '', input: 'alice' });
     assert.match(done.text, /^hello alice\n\n✓ /);
   } finally {
     await a.close();

@@ -123,7 +123,7 @@ async function worker(name, h, rand, deadline, kernels, extra = {}) {
     },
     async function inputAnswered() {
       const r = await timed('run', { code: 'x = input("soak? ")\nprint("got", x)', wait: 5 }, 5);
-      if (/INPUT REQUESTED/.test(r.text)) await timed('run', { input: 'yes', wait: 5 }, 5);
+      if (/INPUT REQUESTED/.test(r.text)) await timed('run', { code: '', input: 'yes', wait: 5 }, 5);
       else if (/^INPUT PENDING/.test(r.text)) await timed('ctl', { op: 'cancel' }, 0);
     },
     async function inputAbandoned() {

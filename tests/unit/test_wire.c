@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "jmsg.h"
 #include "mem.h"
+#include "utf8.h"
 #include "wire.h"
 
 #define MAXF 16
@@ -91,9 +92,14 @@ static void s_check_vectors(json_object *set)
             CHECK(m.parent_id == NULL);
         json_object_object_get_ex(v, "text", &want);
         if (want) {
-            json_object *t = NULL;
-            CHECK(json_object_object_get_ex(m.content, "text", &t));
-            CHECK_EQ_STR(json_object_get_string(t), json_object_get_string(want));
+            buf_t all;
+            buf_init(&all, 0);
+            const char *piece;
+            size_t plen;
+            while (wire_stream_next(&m, &piece, &plen))
+                buf_append(&all, piece, plen);
+            CHECK_EQ_STR(all.data ? all.data : "", json_object_get_string(want));
+            buf_free(&all);
         }
         wire_msg_free(&m);
         if (auth.len) {
@@ -158,6 +164,126 @@ static void s_check_replay_bounded(void)
     sodium_bin2hex(hex, sizeof hex, bin, sizeof bin);
     CHECK(!wire_replay_seen(r, hex));
     wire_replay_destroy(&r);
+}
+
+/* Decodes content as a signed "stream" message; returns the error and, on
+ * success, the text gathered from wire_stream_next (pieces counted). */
+static wire_err_t s_stream_text(const char *content, size_t clen, buf_t *text, int *pieces)
+{
+    wire_auth_t auth;
+    wire_auth_init(&auth, "k", 1);
+    const char *hdr = "{\"msg_type\":\"stream\",\"msg_id\":\"x\"}";
+    const void *parts[4] = {hdr, "{}", "{}", content};
+    size_t plens[4] = {strlen(hdr), 2, 2, clen};
+    char sig[WIRE_SIG_HEX + 1];
+    wire_sign(&auth, parts, plens, sig);
+    const void *fr[6] = {WIRE_DELIM, sig, parts[0], parts[1], parts[2], parts[3]};
+    size_t fl[6] = {9, 64, plens[0], 2, 2, clen};
+    wire_msg_t m;
+    wire_err_t e = wire_decode(&auth, NULL, fr, fl, 6, &m);
+    *pieces = 0;
+    const char *piece;
+    size_t plen;
+    while (e == WIRE_OK && wire_stream_next(&m, &piece, &plen)) {
+        CHECK(plen <= WIRE_STREAM_PIECE);
+        CHECK(utf8_valid_prefix(piece, plen) == plen || utf8_valid_prefix(content, clen) != clen);
+        buf_append(text, piece, plen);
+        (*pieces)++;
+    }
+    if (e == WIRE_OK)
+        CHECK_EQ_STR(wire_get_str(m.content, "name") ? wire_get_str(m.content, "name") : "-", "stdout");
+    wire_msg_free(&m);
+    wire_auth_free(&auth);
+    return e;
+}
+
+/* Stream text is decoded from the frame in pieces (wire.h): whatever the
+ * content, the result is json-c's, byte for byte, or json-c's refusal. */
+static void s_check_stream_lazy(void)
+{
+    static const char *cases[] = {
+        "{\"name\":\"stdout\",\"text\":\"hello\\n\"}",
+        " {\"text\" : \"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\" , \"name\":\"stdout\"}",
+        "{\"name\":\"stdout\",\"text\":\"\\u00e9\\u20ac\\ud83d\\ude00 h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"}",
+        "{\"name\":\"stdout\",\"text\":\"lone \\ud83d x \\ude00 y \\ud83d\"}",
+        "{\"name\":\"stdout\",\"text\":\"nul \\u0000 in\"}",
+        "{\"name\":\"stdout\",\"text\":\"first\",\"text\":\"second\"}",
+        "{\"name\":\"stdout\",\"text\":\"\",\"other\":\"x\"}",
+        "{\"name\":\"stdout\",\"text\":\"n\",\"n\":1}",         /* json-c's path */
+        "{\"name\":\"stdout\",\"t\\u0065xt\":\"esc key\"}",      /* json-c's path */
+        "{\"name\":\"stdout\",\"text\":\"x\"} ",                 /* trailing byte */
+        "{\"name\":\"stdout\",\"text\":\"bad \\x escape\"}",
+        "{\"name\":\"stdout\",\"text\":\"raw\ttab\"}",
+        "{\"name\":\"stdout\",\"text\":\"bad utf8 \xc3\"}",
+        "{\"name\":\"stdout\",\"text\":\"overlong \xc0\xaf\"}",
+        "{\"name\":\"stdout\",\"text\":\"surrogate \xed\xa0\x80\"}",
+        "{\"name\":\"stdout\",\"text\":\"past U+10FFFF \xf4\x90\x80\x80\"}",
+        "{\"name\":\"stdout\",\"text\":\"noncharacter \xef\xbf\xbf, max \xf4\x8f\xbf\xbf\"}",
+        "{\"name\":\"stdout\",\"text\":\"del \x7f\"}",
+        "{\"name\":\"stdout\",\"text\":\"short \\u12\"}",
+        "{\"name\":\"stdout\",\"text\":\"unterminated}",
+        "{\"name\":\"stdout\",\"text\":\"x\",}",
+        "{\"name\":\"stdout\" \"text\":\"x\"}",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *c = cases[i];
+        json_tokener *tok = json_tokener_new();
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        json_object *o = json_tokener_parse_ex(tok, c, (int)strlen(c));
+        bool ok = o && json_tokener_get_error(tok) == json_tokener_success &&
+                  (size_t)json_tokener_get_parse_end(tok) == strlen(c) && json_object_is_type(o, json_type_object);
+        buf_t got;
+        buf_init(&got, 0);
+        int pieces;
+        wire_err_t e = s_stream_text(c, strlen(c), &got, &pieces);
+        if (!ok) {
+            if (e != WIRE_ERR_JSON)
+                fprintf(stderr, "case %zu: %s\n", i, c);
+            CHECK_EQ_INT(e, WIRE_ERR_JSON);
+        } else {
+            CHECK_EQ_INT(e, WIRE_OK);
+            json_object *t = NULL;
+            json_object_object_get_ex(o, "text", &t);
+            const char *want = t ? json_object_get_string(t) : "";
+            size_t wlen = t ? (size_t)json_object_get_string_len(t) : 0;
+            if (got.len != wlen || memcmp(got.data ? got.data : "", want, wlen) != 0)
+                fprintf(stderr, "case %zu: %s\n", i, c);
+            CHECK(got.len == wlen && memcmp(got.data ? got.data : "", want, wlen) == 0);
+        }
+        json_object_put(o);
+        json_tokener_free(tok);
+        buf_free(&got);
+    }
+    /* json-c 0.16 decodes the pairs starting \ud836/\ud837 (U+1D800..
+     * U+1DFFF) to U+FFFD; the stream path decodes them as RFC 8259 says. */
+    buf_t sw;
+    buf_init(&sw, 0);
+    int swp;
+    const char *sutton = "{\"name\":\"stdout\",\"text\":\"\\ud836\\ude00\"}";
+    CHECK_EQ_INT(s_stream_text(sutton, strlen(sutton), &sw, &swp), WIRE_OK);
+    CHECK_EQ_STR(sw.data, "\xf0\x9d\xa8\x80");
+    buf_free(&sw);
+    /* A flood's message: megabytes with escapes and multi-byte characters
+     * across piece boundaries come back whole, in pieces of at most
+     * WIRE_STREAM_PIECE bytes. */
+    buf_t big, want;
+    buf_init(&big, 0);
+    buf_init(&want, 0);
+    buf_puts(&big, "{\"name\":\"stdout\",\"text\":\"");
+    for (int i = 0; i < 200000; i++) {
+        buf_printf(&big, "%07d \xc3\xa9\\u20ac\\ud83d\\ude00\\n", i);
+        buf_printf(&want, "%07d \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\n", i);
+    }
+    buf_puts(&big, "\"}");
+    buf_t got;
+    buf_init(&got, 0);
+    int pieces;
+    CHECK_EQ_INT(s_stream_text(big.data, big.len, &got, &pieces), WIRE_OK);
+    CHECK(got.len == want.len && memcmp(got.data, want.data, want.len) == 0);
+    CHECK(pieces >= (int)(want.len / WIRE_STREAM_PIECE));
+    buf_free(&got);
+    buf_free(&big);
+    buf_free(&want);
 }
 
 /* Messages we sign, for Session.deserialize to verify. */
@@ -283,6 +409,7 @@ int main(int argc, char **argv)
             s_check_vectors(json_object_array_get_idx(sets, i));
     }
     s_check_malformed();
+    s_check_stream_lazy();
     s_check_replay_bounded();
     s_check_jmsg();
     if (root && json_object_object_get_ex(root, "our_key", &key))

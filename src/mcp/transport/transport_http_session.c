@@ -73,6 +73,11 @@ static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         memcpy(buf, s->out.data + s->out_off, n);
         s->out_off += n;
         if (s->out_off == s->out.len) {
+            if (s->out.cap > (256u << 10)) { /* drained after a slow reader: give it back */
+                size_t keep_max = s->out.max;
+                buf_free(&s->out);
+                buf_init(&s->out, keep_max);
+            }
             buf_reset(&s->out);
             s->out_off = 0;
         }

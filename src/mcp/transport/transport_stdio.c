@@ -69,6 +69,13 @@ static void s_write_some(transport_stdio_t *self)
         break;
     }
     if (self->out_off == self->out.len) {
+        if (self->out.cap > (256u << 10)) {
+            /* A slow reader made the queue big: give the memory back now it
+             * is drained (an idle rat-py stays small after a flood). */
+            size_t max = self->out.max;
+            buf_free(&self->out);
+            buf_init(&self->out, max);
+        }
         buf_reset(&self->out);
         self->out_off = 0;
     } else if (self->out_off > (1u << 20)) {
