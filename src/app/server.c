@@ -209,6 +209,40 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
     out->sandbox = strcmp(mime, "text/html") == 0 || strcmp(mime, "image/svg+xml") == 0;
 }
 
+/* --http: raises the descriptor limit, starts the daemon with its extra
+ * routes and says where it listens. Returns 0, or the exit status. */
+static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mcp, assets_t *store,
+                        const server_ctl_t *ctl)
+{
+    /* Many clients means many descriptors: use the hard limit, not the
+     * (often 1024) soft one, so the connection limit is what bounds us. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    transport_http_opts_t ho = {
+        .host = cfg->host,
+        .port = cfg->port >= 0 ? cfg->port : 8000,
+        .token = cfg->token,
+        .allow_origins = (char *const *)cfg->allow_origins,
+        .allow_insecure_remote = cfg->insecure_no_token,
+    };
+    char err[2048];
+    app->http = transport_http_new(app->loop, mcp, &ho, err, sizeof err);
+    if (!app->http) {
+        s_fail(ctl, "%s", err);
+        return 2;
+    }
+    transport_http_route(app->http, "/health", s_route_health, app);
+    transport_http_route(app->http, "/assets/", s_route_assets, store);
+    const char *h = cfg->host ? cfg->host : "127.0.0.1";
+    bool v6 = strchr(h, ':') != NULL;
+    fprintf(stderr, "rat-py: serving MCP at http://%s%s%s:%d/mcp%s\n", v6 ? "[" : "", h, v6 ? "]" : "",
+            transport_http_port(app->http), cfg->token ? " (bearer token required)" : "");
+    return 0;
+}
+
 int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
 {
     /* Signals first: every thread created later (libzmq's) inherits the mask. */
@@ -288,32 +322,9 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     tool_ctl_register(mcp, &ctx);
     tool_assets_register(mcp, &ctx);
     if (http) {
-        /* Many clients means many descriptors: use the hard limit, not the
-         * (often 1024) soft one, so the connection limit is what bounds us. */
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-            rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
-            setrlimit(RLIMIT_NOFILE, &rl);
-        }
-        transport_http_opts_t ho = {
-            .host = cfg->host,
-            .port = cfg->port >= 0 ? cfg->port : 8000,
-            .token = cfg->token,
-            .allow_origins = (char *const *)cfg->allow_origins,
-            .allow_insecure_remote = cfg->insecure_no_token,
-        };
-        app.http = transport_http_new(loop, mcp, &ho, err, sizeof err);
-        if (!app.http) {
-            s_fail(ctl, "%s", err);
-            status = 2;
+        status = s_start_http(&app, cfg, mcp, store, ctl);
+        if (status)
             goto out;
-        }
-        transport_http_route(app.http, "/health", s_route_health, &app);
-        transport_http_route(app.http, "/assets/", s_route_assets, store);
-        const char *h = cfg->host ? cfg->host : "127.0.0.1";
-        bool v6 = strchr(h, ':') != NULL;
-        fprintf(stderr, "rat-py: serving MCP at http://%s%s%s:%d/mcp%s\n", v6 ? "[" : "", h, v6 ? "]" : "",
-                transport_http_port(app.http), cfg->token ? " (bearer token required)" : "");
     } else {
         tr = transport_stdio_new(loop, mcp, STDIN_FILENO, STDOUT_FILENO, s_on_eof, &app);
     }

@@ -15,11 +15,6 @@ void log_set_level(log_level_t level)
     s_level = level;
 }
 
-log_level_t log_get_level(void)
-{
-    return s_level;
-}
-
 int log_level_parse(const char *name)
 {
     static const struct { const char *name; log_level_t level; } names[] = {

@@ -12,7 +12,6 @@
 typedef enum { LOG_LEVEL_DEBUG, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERROR, LOG_LEVEL_OFF } log_level_t;
 
 void log_set_level(log_level_t level);
-log_level_t log_get_level(void);
 /* Parses "debug", "info", "warn"/"warning", "error", "off". Returns -1 if unknown. */
 int log_level_parse(const char *name);
 bool log_enabled(log_level_t level);

@@ -323,6 +323,131 @@ static void s_check_mcp2cli(const family_t *fam, const char *self)
     free(cfg);
 }
 
+/* Reports the kernel the server picked (from its idle status line, which
+ * it frees) and how long it took to boot; returns its language adapter. */
+static const lang_t *s_report_kernel(char *status, const char *kname, int64_t boot_wall)
+{
+    char kerr[1024];
+    char lang_name[64] = "";
+    sscanf(status, "%63s", lang_name);
+    const lang_t *lang = lang_find(lang_name);
+    char *kernel = s_status_field(status, "kernel");
+    char *interp = s_status_field(status, "interpreter");
+    char *env = s_status_field(status, "environment");
+    /* "python3 (Python 3 (ipykernel)), pid 123, ready in 671ms" */
+    char *cut = kernel ? strstr(kernel, ", pid ") : NULL;
+    if (cut)
+        *cut = '\0';
+    if (!kname) {
+        char spec_name[128] = "";
+        kernelspec_t *ks = kernel && sscanf(kernel, "%127s", spec_name) == 1
+                               ? kernelspec_find(spec_name, kerr, sizeof kerr) : NULL;
+        if (ks)
+            s_ok("kernelspec: %s in %s", kernel, ks->dir);
+        else
+            s_ok("kernel: %s", kernel ? kernel : "?");
+        kernelspec_destroy(&ks);
+    }
+    if (interp)
+        s_ok("interpreter: %s%s%s%s", interp, env ? " (" : "", env ? env : "", env ? ")" : "");
+    else if (env)
+        s_info("environment: %s", env);
+    const char *ready = cut ? strstr(cut + 1, "ready in ") : NULL;
+    s_ok("kernel boots: %s (%lld ms from start to idle, MCP handshake included)", ready ? ready : "ready",
+         (long long)boot_wall);
+    free(kernel);
+    free(interp);
+    free(env);
+    free(status);
+    return lang;
+}
+
+/* A run's answer (the interpreter and the kernel package, from the
+ * language's probe code) and the warm round trip of a run that does
+ * nothing; without a run probe for the language, a completion round trip. */
+static void s_check_runs(s_server_t *srv, const lang_t *lang, const family_t *fam, int boot_wait_ms)
+{
+    bool is_err = false;
+    if (lang && lang->probe_code) {
+        buf_t args;
+        buf_init(&args, 0);
+        buf_puts(&args, "{\"code\":");
+        buf_put_json_str(&args, lang->probe_code, strlen(lang->probe_code));
+        buf_puts(&args, "}");
+        char *out = s_tool(srv, "run", args.data, &is_err, boot_wait_ms);
+        buf_free(&args);
+        if (!out || is_err) {
+            s_bad(fam->install_hint, "kernel package: %s", out ? out : "no answer");
+        } else {
+            char *nl = strchr(out, '\n');
+            char *second = nl ? nl + 1 : NULL;
+            if (nl)
+                *nl = '\0';
+            char *nl2 = second ? strchr(second, '\n') : NULL;
+            if (nl2)
+                *nl2 = '\0';
+            s_ok("runs: %s, %s", out, second && *second ? second : "?");
+        }
+        free(out);
+        /* The round trip of a run that does nothing, warm. */
+        buf_init(&args, 0);
+        buf_puts(&args, "{\"code\":");
+        buf_put_json_str(&args, lang->noop_code, strlen(lang->noop_code));
+        buf_puts(&args, "}");
+        int64_t best = -1;
+        for (int i = 0; i < 3; i++) {
+            int64_t t = s_now_ms();
+            out = s_tool(srv, "run", args.data, &is_err, 30000);
+            int64_t dt = s_now_ms() - t;
+            if (out && !is_err && (best < 0 || dt < best))
+                best = dt;
+            free(out);
+        }
+        buf_free(&args);
+        if (best >= 0)
+            s_ok("run round trip: %lld ms (best of 3, through MCP)", (long long)best);
+        else
+            s_bad(NULL, "run round trip: the run failed");
+    } else {
+        /* No helper for this language: time a completion round trip. */
+        int64_t t = s_now_ms();
+        char *out = s_tool(srv, "look", "{\"code\":\"a\",\"cursor\":1}", &is_err, 30000);
+        if (out && !is_err)
+            s_ok("completion round trip: %lld ms (no run probe for this language)", (long long)(s_now_ms() - t));
+        else
+            s_bad(NULL, "completion round trip: %s", out ? out : "no answer");
+        free(out);
+    }
+}
+
+/* The assets directory the server would use is writable. */
+static void s_check_assets(const rat_options_t *opts)
+{
+    char *cwd = fileio_realpath(opts->cwd ? opts->cwd : ".");
+    char *assets = opts->assets_dir ? (opts->assets_dir[0] == '/' ? xstrdup(opts->assets_dir)
+                                                               : xasprintf("%s/%s", cwd ? cwd : ".",
+                                                                           opts->assets_dir))
+                                  : xasprintf("%s/.rat-assets", cwd ? cwd : ".");
+    char *why = NULL;
+    if (s_dir_writable(assets, &why))
+        s_ok("assets dir: %s is writable", assets);
+    else
+        s_bad("give a writable directory with --assets-dir DIR", "assets dir: %s", why);
+    free(why);
+    free(assets);
+    free(cwd);
+}
+
+static void s_check_http(void)
+{
+    /* Optional: only --http needs it, so a missing one is information. */
+    char what[600];
+    if (mhd_dl_available(what, sizeof what))
+        s_ok("HTTP transport (--http): %s", what);
+    else
+        s_info("HTTP transport (--http): unavailable: %s", what);
+}
+
 int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *fam)
 {
     for (int i = 1; i < argc; i++) {
@@ -421,115 +546,13 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         goto done;
     }
     int64_t boot_wall = s_now_ms() - t0;
-    {
-        char lang_name[64] = "";
-        sscanf(status, "%63s", lang_name);
-        lang = lang_find(lang_name);
-        char *kernel = s_status_field(status, "kernel");
-        char *interp = s_status_field(status, "interpreter");
-        char *env = s_status_field(status, "environment");
-        /* "python3 (Python 3 (ipykernel)), pid 123, ready in 671ms" */
-        char *cut = kernel ? strstr(kernel, ", pid ") : NULL;
-        if (cut)
-            *cut = '\0';
-        if (!kname) {
-            char spec_name[128] = "";
-            kernelspec_t *ks = kernel && sscanf(kernel, "%127s", spec_name) == 1
-                                   ? kernelspec_find(spec_name, kerr, sizeof kerr) : NULL;
-            if (ks)
-                s_ok("kernelspec: %s in %s", kernel, ks->dir);
-            else
-                s_ok("kernel: %s", kernel ? kernel : "?");
-            kernelspec_destroy(&ks);
-        }
-        if (interp)
-            s_ok("interpreter: %s%s%s%s", interp, env ? " (" : "", env ? env : "", env ? ")" : "");
-        else if (env)
-            s_info("environment: %s", env);
-        const char *ready = cut ? strstr(cut + 1, "ready in ") : NULL;
-        s_ok("kernel boots: %s (%lld ms from start to idle, MCP handshake included)", ready ? ready : "ready",
-             (long long)boot_wall);
-        free(kernel);
-        free(interp);
-        free(env);
-        free(status);
-    }
-    if (lang && lang->probe_code) {
-        buf_t args;
-        buf_init(&args, 0);
-        buf_puts(&args, "{\"code\":");
-        buf_put_json_str(&args, lang->probe_code, strlen(lang->probe_code));
-        buf_puts(&args, "}");
-        char *out = s_tool(&srv, "run", args.data, &is_err, boot_wait_ms);
-        buf_free(&args);
-        if (!out || is_err) {
-            s_bad(fam->install_hint, "kernel package: %s", out ? out : "no answer");
-        } else {
-            char *nl = strchr(out, '\n');
-            char *second = nl ? nl + 1 : NULL;
-            if (nl)
-                *nl = '\0';
-            char *nl2 = second ? strchr(second, '\n') : NULL;
-            if (nl2)
-                *nl2 = '\0';
-            s_ok("runs: %s, %s", out, second && *second ? second : "?");
-        }
-        free(out);
-        /* The round trip of a run that does nothing, warm. */
-        buf_init(&args, 0);
-        buf_puts(&args, "{\"code\":");
-        buf_put_json_str(&args, lang->noop_code, strlen(lang->noop_code));
-        buf_puts(&args, "}");
-        int64_t best = -1;
-        for (int i = 0; i < 3; i++) {
-            int64_t t = s_now_ms();
-            out = s_tool(&srv, "run", args.data, &is_err, 30000);
-            int64_t dt = s_now_ms() - t;
-            if (out && !is_err && (best < 0 || dt < best))
-                best = dt;
-            free(out);
-        }
-        buf_free(&args);
-        if (best >= 0)
-            s_ok("run round trip: %lld ms (best of 3, through MCP)", (long long)best);
-        else
-            s_bad(NULL, "run round trip: the run failed");
-    } else {
-        /* No helper for this language: time a completion round trip. */
-        int64_t t = s_now_ms();
-        char *out = s_tool(&srv, "look", "{\"code\":\"a\",\"cursor\":1}", &is_err, 30000);
-        if (out && !is_err)
-            s_ok("completion round trip: %lld ms (no run probe for this language)", (long long)(s_now_ms() - t));
-        else
-            s_bad(NULL, "completion round trip: %s", out ? out : "no answer");
-        free(out);
-    }
+    lang = s_report_kernel(status, kname, boot_wall);
+    s_check_runs(&srv, lang, fam, boot_wait_ms);
 
 done:
     s_stop(&srv);
-    {
-        char *cwd = fileio_realpath(opts.cwd ? opts.cwd : ".");
-        char *assets = opts.assets_dir ? (opts.assets_dir[0] == '/' ? xstrdup(opts.assets_dir)
-                                                                   : xasprintf("%s/%s", cwd ? cwd : ".",
-                                                                               opts.assets_dir))
-                                      : xasprintf("%s/.rat-assets", cwd ? cwd : ".");
-        char *why = NULL;
-        if (s_dir_writable(assets, &why))
-            s_ok("assets dir: %s is writable", assets);
-        else
-            s_bad("give a writable directory with --assets-dir DIR", "assets dir: %s", why);
-        free(why);
-        free(assets);
-        free(cwd);
-    }
-    {
-        /* Optional: only --http needs it, so a missing one is information. */
-        char what[600];
-        if (mhd_dl_available(what, sizeof what))
-            s_ok("HTTP transport (--http): %s", what);
-        else
-            s_info("HTTP transport (--http): unavailable: %s", what);
-    }
+    s_check_assets(&opts);
+    s_check_http();
     s_check_mcp2cli(fam, self);
     free(self);
     return s_failures ? 1 : 0;

@@ -1,4 +1,13 @@
-/* yaml_block: entry edits of a YAML mapping located by libyaml's marks. */
+/* yaml_block: entry edits of a YAML mapping located by libyaml's marks.
+ *
+ * Why this file is over 700 lines and two of its functions over 120:
+ * s_parse is one pass over libyaml's events that builds the node table, and
+ * its cases share the parse stack and the marks; yaml_block_set is the
+ * splice of one entry (block or flow, new or replaced), and its cases share
+ * the offsets located at its top. Cut into pieces, each would take that
+ * state as a long parameter list and be read only together with the others.
+ * The file is the whole of the YAML editing (parse, query, edit, quote) and
+ * nothing else. */
 #include "yaml_block.h"
 
 #include <stdint.h>

@@ -342,11 +342,6 @@ char *kernel_proc_log_tail(const kernel_proc_t *self, size_t max)
     return out;
 }
 
-const char *kernel_proc_log_path(const kernel_proc_t *self)
-{
-    return self->log_path;
-}
-
 void kernel_proc_trim_log(kernel_proc_t *self, long max)
 {
     struct stat st;

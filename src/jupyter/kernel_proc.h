@@ -55,7 +55,6 @@ void kernel_proc_reap_all(int max_ms);
 void kernel_proc_describe(int status, char *out, size_t outlen);
 /* Last up to max bytes of the log file (for error messages). Caller owns it. */
 char *kernel_proc_log_tail(const kernel_proc_t *self, size_t max);
-const char *kernel_proc_log_path(const kernel_proc_t *self);
 /* Truncates the log when it grew past max bytes (the kernel appends, so it
  * keeps writing at the new end). */
 void kernel_proc_trim_log(kernel_proc_t *self, long max);

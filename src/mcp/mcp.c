@@ -1,5 +1,5 @@
-/* mcp: MCP lifecycle, tool registry and request dispatch for one server and
- * its sessions. See mcp.h for the contract. */
+/* mcp: the MCP server (tool registry, capabilities) and its sessions and
+ * calls; mcp_dispatch.c handles what comes in. See mcp.h for the contract. */
 #define LOG_MODULE "mcp"
 #include "mcp.h"
 
@@ -15,7 +15,7 @@
 #include "schema.h"
 
 static const char *s_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
-static const char *s_levels[] = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+const char *const mcp_log_levels[MCP_LOG_LEVELS] = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
 
 bool mcp_protocol_supported(const char *version)
 {
@@ -90,7 +90,7 @@ void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn
     m->ud = ud;
 }
 
-static mcp_method_entry_t *s_find_method(mcp_server_t *self, const char *method)
+mcp_method_entry_t *mcp_server_find_method(mcp_server_t *self, const char *method)
 {
     for (size_t i = 0; i < self->nmethods; i++)
         if (strcmp(self->methods[i].method, method) == 0)
@@ -98,7 +98,7 @@ static mcp_method_entry_t *s_find_method(mcp_server_t *self, const char *method)
     return NULL;
 }
 
-static mcp_tool_entry_t *s_find_tool(mcp_server_t *self, const char *name)
+mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name)
 {
     for (size_t i = 0; i < self->ntools; i++)
         if (strcmp(self->tools[i].tool.name, name) == 0)
@@ -106,7 +106,7 @@ static mcp_tool_entry_t *s_find_tool(mcp_server_t *self, const char *name)
     return NULL;
 }
 
-static json_object *s_tools_list(mcp_server_t *self)
+json_object *mcp_server_tools_list(mcp_server_t *self)
 {
     if (self->tools_list)
         return json_object_get(self->tools_list);
@@ -137,7 +137,7 @@ static json_object *s_tools_list(mcp_server_t *self)
 
 /* Every capability the server announces, computed here and only here: what
  * was registered (tools, resources, prompts, completion) decides. */
-static json_object *s_capabilities(mcp_server_t *self)
+json_object *mcp_server_capabilities(mcp_server_t *self)
 {
     json_object *caps = json_object_new_object();
     if (self->ntools) {
@@ -179,9 +179,8 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
     return self;
 }
 
-static json_object *s_error_object(int code, const char *message);
 
-static void s_call_free(mcp_call_t *call)
+void mcp_call_free(mcp_call_t *call)
 {
     mcp_session_t *s = call->session;
     /* Unlink. */
@@ -228,12 +227,12 @@ void mcp_session_destroy(mcp_session_t **self_p)
         call->origin_gone = true;
         if (fn) {
             fn(call, MCP_CANCEL_GONE, call->cancel_ud);
-            s_call_free(call);
+            mcp_call_free(call);
         } else {
             /* The handler still holds the call and will finish it; it must not
              * outlive the session, so treat it as gone and free it now. Tools
              * always register a cancel fn for calls they keep. */
-            s_call_free(call);
+            mcp_call_free(call);
         }
     }
     while (self->pending) {
@@ -302,7 +301,7 @@ void mcp_session_input_closed(mcp_session_t *self)
         void *ud = p->ud;
         free(p);
         if (fn) {
-            json_object *err = s_error_object(JSONRPC_INTERNAL_ERROR, "the client closed its input before answering");
+            json_object *err = mcp_error_object(JSONRPC_INTERNAL_ERROR, "the client closed its input before answering");
             fn(ud, NULL, err);
             json_object_put(err);
         }
@@ -317,7 +316,7 @@ bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin)
     return false;
 }
 
-static void s_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kind_t kind)
+void mcp_session_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kind_t kind)
 {
     self->send(self->transport, origin, json, strlen(json), kind);
     free(json);
@@ -325,13 +324,13 @@ static void s_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kind_t
 
 void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params)
 {
-    s_send(self, NULL, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
+    mcp_session_send(self, NULL, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
 }
 
 static json_object *s_log_params(mcp_log_level_t level, const char *logger, const char *text, size_t len)
 {
     json_object *p = json_object_new_object();
-    json_object_object_add(p, "level", json_object_new_string(s_levels[level]));
+    json_object_object_add(p, "level", json_object_new_string(mcp_log_levels[level]));
     if (logger)
         json_object_object_add(p, "logger", json_object_new_string(logger));
     json_object_object_add(p, "data", json_object_new_string_len(text, (int)len));
@@ -361,7 +360,7 @@ void mcp_session_forget_origin(mcp_session_t *self, void *origin)
         c->cancel_fn = NULL;
         c->origin_gone = true;
         fn(c, MCP_CANCEL_GONE, c->cancel_ud);
-        s_call_free(c);
+        mcp_call_free(c);
     }
     for (mcp_call_t *c = self->calls; c; c = c->next)
         if (c->origin == origin)
@@ -387,7 +386,7 @@ static void s_finish(mcp_call_t *call, char *json)
     if (!call->origin_gone && !call->cancelled)
         s->send(s->transport, call->origin, json, strlen(json), MCP_MSG_RESPONSE);
     free(json);
-    s_call_free(call);
+    mcp_call_free(call);
 }
 
 void mcp_call_reply(mcp_call_t *call, json_object *result)
@@ -485,290 +484,4 @@ void mcp_call_abandon_request(mcp_call_t *call, long handle)
             return;
         }
     }
-}
-
-/* -------------------------------------------------------------- dispatch */
-
-static void s_reply(mcp_session_t *self, json_object *id, void *origin, json_object *result)
-{
-    s_send(self, origin, jsonrpc_result(id, result), MCP_MSG_RESPONSE);
-}
-
-static void s_error(mcp_session_t *self, json_object *id, void *origin, int code, const char *msg)
-{
-    s_send(self, origin, jsonrpc_error(id, code, msg, NULL), MCP_MSG_RESPONSE);
-}
-
-
-static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
-{
-    json_object *pv = NULL, *caps = NULL;
-    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
-        !json_object_object_get_ex(m->params, "protocolVersion", &pv) ||
-        !json_object_is_type(pv, json_type_string)) {
-        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "initialize: params.protocolVersion (string) is required");
-        return;
-    }
-    if (self->initialized) {
-        s_error(self, m->id, origin, JSONRPC_INVALID_REQUEST, "initialize: this session is already initialized");
-        return;
-    }
-    const char *want = json_object_get_string(pv);
-    snprintf(self->protocol, sizeof self->protocol, "%s", mcp_protocol_supported(want) ? want : MCP_PROTOCOL_LATEST);
-    if (json_object_object_get_ex(m->params, "capabilities", &caps) && json_object_is_type(caps, json_type_object))
-        self->client_caps = json_object_get(caps);
-    json_object *res = json_object_new_object();
-    json_object_object_add(res, "protocolVersion", json_object_new_string(self->protocol));
-    json_object_object_add(res, "capabilities", s_capabilities(self->server));
-    json_object *info = json_object_new_object();
-    json_object_object_add(info, "name", json_object_new_string(self->server->name));
-    json_object_object_add(info, "version", json_object_new_string(self->server->version));
-    json_object_object_add(res, "serverInfo", info);
-    if (self->server->instructions)
-        json_object_object_add(res, "instructions", json_object_new_string(self->server->instructions));
-    self->initialized = true;
-    s_reply(self, m->id, origin, res);
-}
-
-static mcp_call_t *s_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
-{
-    mcp_call_t *call = xcalloc(1, sizeof *call);
-    call->session = self;
-    call->id = json_object_get(m->id);
-    call->method = xstrdup(m->method);
-    call->origin = origin;
-    json_object *meta = NULL, *tok = NULL;
-    if (m->params && json_object_is_type(m->params, json_type_object) &&
-        json_object_object_get_ex(m->params, "_meta", &meta) && json_object_is_type(meta, json_type_object) &&
-        json_object_object_get_ex(meta, "progressToken", &tok) &&
-        (json_object_is_type(tok, json_type_string) || json_object_is_type(tok, json_type_int)))
-        call->progress_token = json_object_get(tok);
-    call->next = self->calls;
-    self->calls = call;
-    self->ncalls++;
-    return call;
-}
-
-static mcp_call_t *s_find_call(mcp_session_t *self, json_object *id)
-{
-    for (mcp_call_t *c = self->calls; c; c = c->next)
-        if (json_object_equal(c->id, id))
-            return c;
-    return NULL;
-}
-
-/* A name with a NUL ("ping\u0000x") would compare equal to its prefix as a
- * C string; it names no method, tool or notification of ours. */
-static bool s_has_nul(const char *s, size_t len)
-{
-    return strlen(s) != len;
-}
-
-static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
-{
-    json_object *name = NULL, *args = NULL;
-    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
-        !json_object_object_get_ex(m->params, "name", &name) || !json_object_is_type(name, json_type_string)) {
-        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.name (string) is required");
-        return;
-    }
-    mcp_tool_entry_t *tool = s_has_nul(json_object_get_string(name), (size_t)json_object_get_string_len(name))
-                         ? NULL
-                         : s_find_tool(self->server, json_object_get_string(name));
-    if (!tool) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "Unknown tool: %.100s", json_object_get_string(name));
-        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, msg);
-        return;
-    }
-    json_object_object_get_ex(m->params, "arguments", &args);
-    if (args && json_object_is_type(args, json_type_null))
-        args = NULL;
-    if (args && !json_object_is_type(args, json_type_object)) {
-        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.arguments must be an object");
-        return;
-    }
-    mcp_call_t *call = s_call_create(self, m, origin);
-    call->tool = xstrdup(tool->tool.name);
-    json_object *clean = NULL;
-    char err[512];
-    if (schema_apply(tool->schema, args, &clean, err, sizeof err) < 0) {
-        /* Input validation failures are tool errors the model can correct
-         * (MCP 2025-11-25, SEP-1303), not protocol errors. */
-        char *text = xasprintf("%s: %s", tool->tool.name, err);
-        mcp_call_text(call, text, true);
-        free(text);
-        return;
-    }
-    tool->tool.fn(call, clean, tool->tool.ud);
-    json_object_put(clean);
-}
-
-static void s_handle_cancelled(mcp_session_t *self, json_object *params)
-{
-    json_object *rid = NULL;
-    if (!params || !json_object_object_get_ex(params, "requestId", &rid))
-        return;
-    mcp_call_t *call = s_find_call(self, rid);
-    if (!call)
-        return; /* already answered or unknown: the spec says ignore */
-    if (call->cancel_fn) {
-        mcp_cancel_fn *fn = call->cancel_fn;
-        call->cancel_fn = NULL;
-        fn(call, MCP_CANCEL_CLIENT, call->cancel_ud);
-        s_call_free(call);
-    } else {
-        call->cancelled = true; /* the handler finishes it; nothing is sent */
-    }
-}
-
-static json_object *s_error_object(int code, const char *message)
-{
-    json_object *e = json_object_new_object();
-    json_object_object_add(e, "code", json_object_new_int(code));
-    json_object_object_add(e, "message", json_object_new_string(message));
-    return e;
-}
-
-/* A JSON-RPC error object: {code: integer, message: string, ...}. */
-static bool s_error_shape_ok(json_object *error)
-{
-    json_object *code = NULL, *message = NULL;
-    return json_object_is_type(error, json_type_object) && json_object_object_get_ex(error, "code", &code) &&
-           json_object_is_type(code, json_type_int) && json_object_object_get_ex(error, "message", &message) &&
-           json_object_is_type(message, json_type_string);
-}
-
-static void s_handle_response(mcp_session_t *self, jsonrpc_msg_t *m)
-{
-    if (!json_object_is_type(m->id, json_type_int))
-        return;
-    int64_t id = json_object_get_int64(m->id);
-    for (mcp_pending_t **pp = &self->pending; *pp; pp = &(*pp)->next) {
-        if ((*pp)->id == id) {
-            mcp_pending_t *p = *pp;
-            *pp = p->next;
-            mcp_response_fn *fn = p->fn;
-            void *ud = p->ud;
-            free(p);
-            /* The reply is client input. Its handler is promised an object
-             * result, or an error object: anything else (a null result, which
-             * would read as "abandoned", a string, an error that is not an
-             * object) becomes an error object saying so. */
-            json_object *result = m->result, *error = m->error, *made = NULL;
-            bool has_result = json_object_object_get_ex(m->root, "result", NULL);
-            if (has_result && !json_object_is_type(result, json_type_object)) {
-                result = NULL;
-                error = made = s_error_object(JSONRPC_INVALID_REQUEST, "invalid response: \"result\" must be an object");
-            } else if (!has_result && !s_error_shape_ok(error)) {
-                error = made = s_error_object(JSONRPC_INVALID_REQUEST, "invalid response: \"error\" must be an "
-                                                                       "object with an integer code and a string message");
-            }
-            if (fn)
-                fn(ud, result, error);
-            json_object_put(made);
-            return;
-        }
-    }
-    log_debug("response to unknown request id %lld ignored", (long long)id);
-}
-
-static bool s_known_method(mcp_session_t *self, const char *method)
-{
-    static const char *builtin[] = {"tools/list", "tools/call", "logging/setLevel"};
-    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
-        if (strcmp(method, builtin[i]) == 0)
-            return true;
-    return s_find_method(self->server, method) != NULL;
-}
-
-static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
-{
-    const char *method = m->method;
-    if (s_has_nul(method, m->method_len)) {
-        s_error(self, m->id, origin, JSONRPC_METHOD_NOT_FOUND, "Method not found: the name contains a NUL character");
-        return;
-    }
-    if (strcmp(method, "initialize") == 0) {
-        s_handle_initialize(self, m, origin);
-        return;
-    }
-    if (strcmp(method, "ping") == 0) {
-        s_reply(self, m->id, origin, json_object_new_object());
-        return;
-    }
-    if (!s_known_method(self, method)) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "Method not found: %.120s", method);
-        s_error(self, m->id, origin, JSONRPC_METHOD_NOT_FOUND, msg);
-        return;
-    }
-    if (!self->initialized) {
-        s_error(self, m->id, origin, JSONRPC_INVALID_REQUEST, "Server not initialized: send initialize first");
-        return;
-    }
-    if (s_find_call(self, m->id)) {
-        s_error(self, m->id, origin, JSONRPC_INVALID_REQUEST, "Invalid Request: this id is already in use by a request in progress");
-        return;
-    }
-    if (m->params && !json_object_is_type(m->params, json_type_object)) {
-        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "params must be an object");
-        return;
-    }
-    if (strcmp(method, "tools/call") == 0) {
-        s_handle_tools_call(self, m, origin);
-        return;
-    }
-    mcp_method_entry_t *custom = s_find_method(self->server, method);
-    if (custom) {
-        mcp_call_t *call = s_call_create(self, m, origin);
-        custom->fn(call, m->params, custom->ud);
-        return;
-    }
-    if (strcmp(method, "tools/list") == 0) {
-        json_object *cursor = NULL;
-        if (m->params && json_object_object_get_ex(m->params, "cursor", &cursor) && cursor &&
-            !json_object_is_type(cursor, json_type_null)) {
-            s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/list: invalid cursor");
-            return;
-        }
-        s_reply(self, m->id, origin, s_tools_list(self->server));
-    } else if (strcmp(method, "logging/setLevel") == 0) {
-        json_object *lv = NULL;
-        const char *name = NULL;
-        if (m->params && json_object_object_get_ex(m->params, "level", &lv) && json_object_is_type(lv, json_type_string))
-            name = json_object_get_string(lv);
-        for (size_t i = 0; name && i < sizeof s_levels / sizeof s_levels[0]; i++) {
-            if (strcmp(name, s_levels[i]) == 0) {
-                self->log_level = (mcp_log_level_t)i;
-                s_reply(self, m->id, origin, json_object_new_object());
-                return;
-            }
-        }
-        s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS,
-                "logging/setLevel: level must be one of debug, info, notice, warning, error, critical, alert, emergency");
-    }
-}
-
-void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void *origin)
-{
-    jsonrpc_msg_t m;
-    jsonrpc_parse(data, len, &m);
-    switch (m.kind) {
-    case JSONRPC_INVALID:
-        s_error(self, m.id, origin, m.err_code, m.err_msg);
-        break;
-    case JSONRPC_REQUEST:
-        s_handle_request(self, &m, origin);
-        break;
-    case JSONRPC_NOTIFICATION:
-        if (!s_has_nul(m.method, m.method_len) && strcmp(m.method, "notifications/cancelled") == 0)
-            s_handle_cancelled(self, m.params);
-        /* notifications/initialized and anything else: nothing to answer. */
-        break;
-    case JSONRPC_RESPONSE:
-        s_handle_response(self, &m);
-        break;
-    }
-    jsonrpc_msg_free(&m);
 }

@@ -105,6 +105,19 @@ struct mcp_session {
 };
 
 
+/* mcp.c: the server and session pieces the dispatcher uses. */
+#define MCP_LOG_LEVELS 8
+extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* by mcp_log_level_t */
+mcp_method_entry_t *mcp_server_find_method(mcp_server_t *self, const char *method);
+mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name);
+json_object *mcp_server_tools_list(mcp_server_t *self);
+json_object *mcp_server_capabilities(mcp_server_t *self);
+void mcp_call_free(mcp_call_t *call);
+void mcp_session_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kind_t kind);
+
+/* mcp_dispatch.c */
+json_object *mcp_error_object(int code, const char *message);
+
 /* mcp_features.c: a client of the server's public method table. */
 /* Registers the resources, prompts and completion methods over f (the
  * server's; f lives as long as srv). */

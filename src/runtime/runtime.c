@@ -152,11 +152,6 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
         kernel_stats(self->kernel, &out->wire);
 }
 
-const char *runtime_language(runtime_t *self)
-{
-    return self->language;
-}
-
 bool runtime_idle(runtime_t *self)
 {
     if (self->kstate != ST_READY || self->current)

@@ -196,7 +196,6 @@ json_object *runtime_snapshot(runtime_t *self, long *exec_count);
 bool runtime_has_helper(runtime_t *self);
 /* Whether the kernel is ready and nothing runs or waits in the queue. */
 bool runtime_idle(runtime_t *self);
-const char *runtime_language(runtime_t *self);
 /* Whether the kernel can be restarted by us. */
 bool runtime_can_restart(const runtime_t *self, const char **why);
 
@@ -219,8 +218,6 @@ runtime_outcome_t runtime_exec_outcome(const runtime_exec_t *ex);
 output_t *runtime_exec_output(runtime_exec_t *ex);
 /* Kernel execution count (0 until known). */
 long runtime_exec_number(const runtime_exec_t *ex);
-/* rat-py's own sequence number for the run. */
-unsigned long runtime_exec_id(const runtime_exec_t *ex);
 /* Time spent executing (time waiting for input excluded). */
 int64_t runtime_exec_elapsed_ms(const runtime_exec_t *ex);
 void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out);

@@ -344,11 +344,6 @@ long runtime_exec_number(const runtime_exec_t *ex)
     return ex->number;
 }
 
-unsigned long runtime_exec_id(const runtime_exec_t *ex)
-{
-    return ex->id;
-}
-
 int64_t runtime_exec_elapsed_ms(const runtime_exec_t *ex)
 {
     if (!ex->sent_us)

@@ -303,12 +303,3 @@ void transport_stdio_destroy(transport_stdio_t **self_p)
     *self_p = NULL;
 }
 
-mcp_session_t *transport_stdio_session(transport_stdio_t *self)
-{
-    return self->session;
-}
-
-unsigned long transport_stdio_dropped(const transport_stdio_t *self)
-{
-    return self->dropped;
-}

@@ -25,10 +25,7 @@ transport_stdio_t *transport_stdio_new(loop_t *loop, mcp_server_t *server, int i
 /* Ends the session (calls in flight are cancelled as "gone") and restores the
  * descriptors' flags. Does not close the descriptors. */
 void transport_stdio_destroy(transport_stdio_t **self_p);
-mcp_session_t *transport_stdio_session(transport_stdio_t *self);
 /* Writes out what is queued, waiting at most timeout_ms. */
 void transport_stdio_flush(transport_stdio_t *self, int timeout_ms);
-/* Notifications dropped because the client was not reading. */
-unsigned long transport_stdio_dropped(const transport_stdio_t *self);
 
 #endif
