@@ -39,6 +39,7 @@ typedef struct {
     int64_t due_ms;
     loop_timer_fn *fn;
     void *ud;
+    bool must_run;   /* loop_defer: run by loop_destroy if still pending */
 } s_timer_t;
 
 struct loop {
@@ -79,6 +80,20 @@ void loop_destroy(loop_t **self_p)
     if (!self_p || !*self_p)
         return;
     loop_t *self = *self_p;
+    /* Deferred work (loop_defer) that the loop stopped before running, e.g. a
+     * kernel freed out of its own callback just before shutdown: run it now,
+     * while the loop's API still works (it may unwatch and cancel). It may
+     * defer more; that runs too. */
+    for (;;) {
+        size_t i = 0;
+        while (i < self->ntimers && !self->timers[i].must_run)
+            i++;
+        if (i == self->ntimers)
+            break;
+        s_timer_t t = self->timers[i];
+        self->timers[i] = self->timers[--self->ntimers];
+        t.fn(self, t.ud);
+    }
     free(self->watches);
     free(self->timers);
     free(self->pfds);
@@ -170,7 +185,15 @@ uint64_t loop_timer(loop_t *self, int64_t ms, loop_timer_fn *fn, void *ud)
     t->due_ms = loop_now_ms() + (ms > 0 ? ms : 0);
     t->fn = fn;
     t->ud = ud;
+    t->must_run = false;
     return t->id;
+}
+
+uint64_t loop_defer(loop_t *self, loop_timer_fn *fn, void *ud)
+{
+    uint64_t id = loop_timer(self, 0, fn, ud);
+    self->timers[self->ntimers - 1].must_run = true;
+    return id;
 }
 
 void loop_timer_cancel(loop_t *self, uint64_t id)

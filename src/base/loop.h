@@ -38,6 +38,11 @@ void loop_unwatch(loop_t *self, int id);
 /* Calls fn once after ms milliseconds (0: at the end of this iteration).
  * Returns a timer id (> 0). */
 uint64_t loop_timer(loop_t *self, int64_t ms, loop_timer_fn *fn, void *ud);
+/* Like a 0 ms timer, but it is sure to run: from the loop's next pass, or
+ * from loop_destroy if the loop stopped first. For work deferred out of a
+ * callback that must happen before the process goes on (freeing an object
+ * that holds sockets a ZMQ context waits for). Cancel with loop_timer_cancel. */
+uint64_t loop_defer(loop_t *self, loop_timer_fn *fn, void *ud);
 /* Cancels a timer. Safe with a fired, cancelled or 0 id. */
 void loop_timer_cancel(loop_t *self, uint64_t id);
 

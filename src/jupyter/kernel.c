@@ -625,7 +625,10 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         self->doomed = true;
         self->state = KERNEL_DEAD;
         memset(&self->ev, 0, sizeof self->ev);
-        self->free_timer = loop_timer(self->loop, 0, s_free_timer, self);
+        /* loop_defer, not a plain timer: if the loop stops first (a death
+         * then EOF in one pass), loop_destroy still frees it, closing its
+         * sockets before zmq_ctx_term, which would wait for them forever. */
+        self->free_timer = loop_defer(self->loop, s_free_timer, self);
         return;
     }
     s_free(self);

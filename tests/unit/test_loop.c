@@ -185,8 +185,39 @@ static void test_fd_revents_mapping(void)
     close(fds[0]);
 }
 
+static int s_deferred_ran;
+static void s_deferred(loop_t *loop, void *ud)
+{
+    s_deferred_ran++;
+}
+static void s_plain(loop_t *loop, void *ud)
+{
+    s_deferred_ran += 100;
+}
+static void s_stop_and_defer(loop_t *loop, void *ud)
+{
+    loop_defer(loop, s_deferred, NULL);
+    loop_timer(loop, 0, s_plain, NULL);
+    loop_stop(loop);
+}
+
+/* Work deferred out of a callback (a kernel freed inside its own handler) is
+ * sure to run even when the loop stops before its next pass: loop_destroy
+ * runs it; a plain timer is dropped as before. */
+static void test_defer_runs_at_destroy(void)
+{
+    s_deferred_ran = 0;
+    loop_t *loop = loop_new();
+    loop_timer(loop, 0, s_stop_and_defer, NULL);
+    CHECK(loop_run(loop) == 0);
+    CHECK_EQ_INT(s_deferred_ran, 0);
+    loop_destroy(&loop);
+    CHECK_EQ_INT(s_deferred_ran, 1);
+}
+
 int main(void)
 {
+    RUN_CASE(test_defer_runs_at_destroy);
     RUN_CASE(test_message_wakes_watch);
     RUN_CASE(test_kick_after_outside_use);
     RUN_CASE(test_leftovers_served_without_new_signal);

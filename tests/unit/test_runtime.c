@@ -689,6 +689,24 @@ static void test_unfollowed_death_is_announced(void)
     s_stop();
 }
 
+/* A kernel freed out of its own death handler is freed from the loop; when
+ * the loop stops before that pass (a death, then EOF or SIGTERM in the same
+ * pass), loop_destroy must still free it: its ZMQ sockets would otherwise
+ * keep zmq_ctx_term waiting forever at exit. */
+static void test_death_then_shutdown_frees_the_kernel(void)
+{
+    loop_t *saved = g_loop;
+    g_loop = loop_new();
+    s_start_ready(false);
+    s_kill_kernel();
+    CHECK(g_conns[0] != NULL); /* doomed, its free deferred to the next pass */
+    runtime_destroy(&g_rt, 0);
+    loop_destroy(&g_loop); /* the loop never ran that pass */
+    CHECK(g_conns[0] == NULL);
+    CHECK_EQ_INT(s_live_conns(), 0);
+    g_loop = saved;
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -708,6 +726,7 @@ int main(void)
     RUN_CASE(test_restart_does_not_wait_for_the_old_process);
     RUN_CASE(test_attached_restart_while_attaching);
     RUN_CASE(test_unfollowed_death_is_announced);
+    RUN_CASE(test_death_then_shutdown_frees_the_kernel);
     loop_destroy(&g_loop);
     rmdir(g_dir);
     return check_report("unit.runtime");
