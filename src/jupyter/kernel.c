@@ -475,6 +475,13 @@ static int s_launch(kernel_t *self, char *err, size_t errlen)
     if (connfile_init_local(&self->ci, "", err, errlen) < 0)
         return -1;
     unsigned n = ++seq;
+    /* A relaunch (port clash) leaves nothing behind: the previous attempt's
+     * connection file holds a key, and its log would pile up. */
+    if (self->owned_file && self->conn_path)
+        unlink(self->conn_path);
+    self->owned_file = false;
+    if (self->log_path)
+        unlink(self->log_path);
     free(self->conn_path);
     free(self->log_path);
     self->conn_path = xasprintf("%s/kernel-rat%ld-%u.json", self->runtime_dir, (long)getpid(), n);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -94,11 +95,20 @@ static void s_child(int errpipe, int logfd, const char *path, char *const argv[]
         (void)w;
         _exit(127);
     }
-    /* Close every inherited descriptor except the error pipe (close-on-exec). */
-    for (int fd = 3; fd < 1024; fd++)
-        if (fd != errpipe)
-            close(fd);
-    syscall(SYS_close_range, 1024u, ~0u, 0);
+    /* Close every inherited descriptor except the error pipe (close-on-exec),
+     * which may be above 1024 (HTTP mode raises RLIMIT_NOFILE): closing it
+     * would make an exec failure read as success. close_range (Linux 5.9)
+     * around it; a descriptor-by-descriptor loop where that is missing. */
+    long r = errpipe > 3 ? syscall(SYS_close_range, 3u, (unsigned)errpipe - 1u, 0) : 0;
+    if (r == 0)
+        r = syscall(SYS_close_range, (unsigned)errpipe + 1u, ~0u, 0);
+    if (r < 0) {
+        struct rlimit rl;
+        long top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 65536;
+        for (long fd = 3; fd < top; fd++)
+            if (fd != errpipe)
+                close((int)fd);
+    }
     execve(path, argv, envp);
     int e = errno;
     ssize_t w = write(errpipe, &e, sizeof e);

@@ -6,12 +6,18 @@
  * listening, the handshake could finish first, its event was lost, the
  * connection never reported KCONN_UP and the attach failed after the boot
  * timeout. kernel_zmq_test_connect_delay_ms makes that ordering certain. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 #include <zmq.h>
 
 #include "check.h"
 #include "connfile.h"
+#include "kernel_proc.h"
 #include "kernel_zmq.h"
 #include "loop.h"
 #include "mem.h"
@@ -99,8 +105,60 @@ static void test_attach_up_when_handshakes_finish_first(void)
     s_attach_with(300);
 }
 
+/* An exec failure is reported by the child through a close-on-exec pipe.
+ * With many descriptors open (HTTP mode raises RLIMIT_NOFILE) that pipe can
+ * be above 1024; the child's clean-up must not close it, or the failure
+ * reads as a successful start (review finding). */
+static void test_exec_failure_reported_with_high_fds(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max < 2048) {
+        fprintf(stderr, "skip: RLIMIT_NOFILE hard limit below 2048\n");
+        return;
+    }
+    struct rlimit saved = rl;
+    rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0) { /* e.g. under valgrind, which keeps the top for itself */
+        fprintf(stderr, "skip: cannot raise RLIMIT_NOFILE\n");
+        return;
+    }
+    int fillers[1200];
+    int nfill = 0;
+    while (nfill < 1200) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            break;
+        fillers[nfill++] = fd;
+    }
+    char path[] = "/tmp/rat-test-noexec-XXXXXX";
+    int f = mkstemp(path);
+    CHECK(f >= 0);
+    if (f >= 0) {
+        const char text[] = "\x7f" "ELF not really";
+        CHECK(write(f, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+        close(f);
+        CHECK(chmod(path, 0700) == 0); /* executable, but no format the kernel can load */
+        char *argv[] = {path, NULL};
+        kernel_proc_opts_t o = {.argv = argv};
+        char err[256] = "";
+        kernel_proc_t *p = kernel_proc_spawn(&o, err, sizeof err);
+        CHECK(p == NULL);
+        CHECK(strstr(err, "Exec format error") != NULL);
+        if (p) {
+            fprintf(stderr, "spawned anyway (err: %s)\n", err);
+            kernel_proc_stop(p, 0);
+            kernel_proc_destroy(&p);
+        }
+        unlink(path);
+    }
+    while (nfill > 0)
+        close(fillers[--nfill]);
+    setrlimit(RLIMIT_NOFILE, &saved);
+}
+
 int main(void)
 {
+    RUN_CASE(test_exec_failure_reported_with_high_fds);
     RUN_CASE(test_attach_up);
     RUN_CASE(test_attach_up_when_handshakes_finish_first);
     return check_report("unit.kernel_zmq");
