@@ -89,7 +89,9 @@ static void s_snapshot_timeout(loop_t *loop, void *ud)
     runtime_exec_t *ex = ud;
     runtime_t *self = ex->rt;
     ex->snapshot_timer = 0;
-    rt_finish(self, ex, RUNTIME_ERROR, NULL);
+    /* The run's own outcome: a slow variable count (an R overview after a
+     * successful run) must not turn success into an error. */
+    rt_finish(self, ex, ex->outcome, NULL);
     rt_pump(self);
 }
 
@@ -105,8 +107,10 @@ rt_req_t *rt_req_add(runtime_t *self, rt_req_kind_t kind, const char *msg_id)
     return r;
 }
 
-/* The caller of r waited long enough: tell it why, and forget it (the
- * request stays listed, so a late reply still updates what it should). */
+/* The caller of r waited long enough: tell it why. A reset stays listed, so
+ * its late reply still updates what it should; a query or helper call has
+ * nobody left to answer and is dropped, so a kernel stuck for hours does
+ * not collect one entry per look. */
 static void s_req_deadline(loop_t *loop, void *ud)
 {
     rt_req_t *r = ud;
@@ -139,6 +143,15 @@ static void s_req_deadline(loop_t *loop, void *ud)
     r->done = NULL;
     r->reply = NULL;
     r->text = NULL;
+    if (r->kind == REQ_QUERY || r->kind == REQ_HELPER) {
+        for (rt_req_t **pp = &self->reqs; *pp; pp = &(*pp)->next) {
+            if (*pp == r) {
+                *pp = r->next;
+                s_req_free(r);
+                break;
+            }
+        }
+    }
     if (done)
         done(cb_ud, false, why);
     else if (reply)

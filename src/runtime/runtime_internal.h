@@ -22,7 +22,7 @@
 #include "mem.h"
 #include "utf8.h"
 
-#define SNAPSHOT_TIMEOUT_MS 2000   /* wait this long for the post-error var count */
+#define SNAPSHOT_TIMEOUT_MS 2000   /* wait this long for a post-run var count asked separately */
 #define DEATH_WINDOW_MS 60000      /* automatic restarts stop after ... */
 #define DEATH_LIMIT 5              /* ... this many deaths within the window */
 #define SPARE_DELAY_MS 1000        /* let the session's kernel settle before booting a spare */

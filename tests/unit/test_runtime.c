@@ -171,15 +171,19 @@ static void s_deliver(s_fake_t *fc)
 /* Plays the kernel's side of the readiness handshake: channels up, iopub
  * traffic, kernel_info_reply. The kernel becomes ready inside the last
  * message's handler, as it does over ZeroMQ. */
+static const char *g_language = "python"; /* what the fake kernel says it runs */
+
 static void s_handshake(s_fake_t *fc)
 {
     fc->base.on_event(fc->base.ud, KCONN_UP);
     s_sent_t *info = s_last_sent(fc, "kernel_info_request", NULL);
     CHECK(info != NULL);
     s_push(fc, KCHAN_IOPUB, "status", NULL, "{\"execution_state\":\"idle\"}");
-    s_push(fc, KCHAN_SHELL, "kernel_info_reply", info ? info->id : NULL,
-           "{\"status\":\"ok\",\"implementation\":\"ipython\",\"protocol_version\":\"5.3\","
-           "\"language_info\":{\"name\":\"python\"}}");
+    char *reply = xasprintf("{\"status\":\"ok\",\"implementation\":\"%s\",\"protocol_version\":\"5.3\","
+                            "\"language_info\":{\"name\":\"%s\"}}",
+                            strcmp(g_language, "R") == 0 ? "IRkernel" : "ipython", g_language);
+    s_push(fc, KCHAN_SHELL, "kernel_info_reply", info ? info->id : NULL, reply);
+    free(reply);
     s_deliver(fc);
 }
 
@@ -707,6 +711,24 @@ static void test_death_then_shutdown_frees_the_kernel(void)
     g_loop = saved;
 }
 
+/* A kernel whose helper answers on stdout (R) is asked for the variable
+ * count after every run; when that answer is slow, the run still ends with
+ * its own outcome: a successful run is not turned into an error. */
+static void test_slow_snapshot_keeps_success(void)
+{
+    g_language = "R";
+    s_start_ready(false);
+    s_obs_t o;
+    s_run("x <- 1", &o);
+    s_answer_run(g_conns[0], "ok", NULL);
+    CHECK_EQ_INT(o.done, 0); /* waiting for the variable count */
+    SPIN_UNTIL(o.done, 10000);
+    CHECK_EQ_INT(o.done, 1);
+    CHECK_EQ_INT(o.outcome, RUNTIME_OK);
+    s_stop();
+    g_language = "python";
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -716,6 +738,7 @@ int main(void)
     g_loop = loop_new();
     RUN_CASE(test_run_ok);
     RUN_CASE(test_slow_snapshot);
+    RUN_CASE(test_slow_snapshot_keeps_success);
     RUN_CASE(test_snapshot_late_reply);
     RUN_CASE(test_death_while_running);
     RUN_CASE(test_reset_all_during_restart_swaps_spare);
