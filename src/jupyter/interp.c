@@ -170,7 +170,9 @@ static int s_run_python(const char *python, const char *code, buf_t *out)
         int r = poll(&p, 1, (int)left);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (r < 0)
+            break; /* not a wait that more polling would end: do not spin */
+        if (r == 0)
             continue;
         char chunk[4096];
         ssize_t n = read(pfd[0], chunk, sizeof chunk);

