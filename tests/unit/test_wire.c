@@ -255,13 +255,21 @@ static void s_check_stream_lazy(void)
         buf_free(&got);
     }
     /* json-c 0.16 decodes the pairs starting \ud836/\ud837 (U+1D800..
-     * U+1DFFF) to U+FFFD; the stream path decodes them as RFC 8259 says. */
+     * U+1DFFF) and 30 more high surrogates to U+FFFD; the stream path
+     * decodes them as RFC 8259 says. */
     buf_t sw;
     buf_init(&sw, 0);
     int swp;
     const char *sutton = "{\"name\":\"stdout\",\"text\":\"\\ud836\\ude00\"}";
     CHECK_EQ_INT(s_stream_text(sutton, strlen(sutton), &sw, &swp), WIRE_OK);
     CHECK_EQ_STR(sw.data, "\xf0\x9d\xa8\x80");
+    buf_free(&sw);
+    /* And so for all 32 high surrogates with (value & 0x3E) == 0x36, e.g.
+     * \ud876\ude00 = U+2DA00 (found by fuzz_wire). */
+    buf_init(&sw, 0);
+    const char *cjk = "{\"name\":\"stdout\",\"text\":\"\\ud876\\ude00\"}";
+    CHECK_EQ_INT(s_stream_text(cjk, strlen(cjk), &sw, &swp), WIRE_OK);
+    CHECK_EQ_STR(sw.data, "\xf0\xad\xa8\x80");
     buf_free(&sw);
     /* A flood's message: megabytes with escapes and multi-byte characters
      * across piece boundaries come back whole, in pieces of at most
