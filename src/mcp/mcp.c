@@ -25,6 +25,11 @@ bool mcp_protocol_supported(const char *version)
     return false;
 }
 
+bool mcp_protocol_modern(const char *version)
+{
+    return version && strcmp(version, MCP_PROTOCOL_MODERN) == 0;
+}
+
 /* ------------------------------------------------------------------ server */
 
 mcp_server_t *mcp_server_new(const char *name, const char *version, const char *instructions)
@@ -207,6 +212,7 @@ void mcp_call_free(mcp_call_t *call)
     }
     json_object_put(call->id);
     json_object_put(call->progress_token);
+    json_object_put(call->client_caps);
     free(call->method);
     free(call->tool);
     free(call);
@@ -252,6 +258,18 @@ void mcp_session_destroy(mcp_session_t **self_p)
     json_object_put(self->client_caps);
     free(self);
     *self_p = NULL;
+}
+
+void mcp_session_set_stateless(mcp_session_t *self)
+{
+    self->stateless = true;
+}
+
+mcp_reject_t mcp_session_take_reject(mcp_session_t *self)
+{
+    mcp_reject_t r = self->reject;
+    self->reject = MCP_REJECT_NONE;
+    return r;
 }
 
 bool mcp_session_initialized(const mcp_session_t *self)
@@ -324,6 +342,13 @@ void mcp_session_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kin
 
 void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params)
 {
+    /* The modern revision has no channel for messages tied to no request
+     * (and no logging/setLevel): a modern-only session, or a stdio client
+     * that spoke modern and never initialized, gets none. */
+    if (self->stateless || (!self->initialized && self->modern_seen)) {
+        json_object_put(params);
+        return;
+    }
     mcp_session_send(self, NULL, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
 }
 
@@ -374,6 +399,18 @@ mcp_session_t *mcp_call_session(const mcp_call_t *call)
     return call->session;
 }
 
+bool mcp_call_modern(const mcp_call_t *call)
+{
+    return call->modern;
+}
+
+bool mcp_call_client_has(const mcp_call_t *call, const char *capability)
+{
+    if (call->modern)
+        return call->client_caps && json_object_object_get_ex(call->client_caps, capability, NULL);
+    return mcp_session_client_has(call->session, capability);
+}
+
 void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud)
 {
     call->cancel_fn = fn;
@@ -391,12 +428,32 @@ static void s_finish(mcp_call_t *call, char *json)
 
 void mcp_call_reply(mcp_call_t *call, json_object *result)
 {
+    if (call->modern)
+        result = mcp_modern_result(call->method, result);
     s_finish(call, jsonrpc_result(call->id, result));
+}
+
+void mcp_call_error_data(mcp_call_t *call, int code, const char *message, json_object *data)
+{
+    if (call->modern && !call->origin_gone && !call->cancelled)
+        call->session->reject = mcp_modern_reject(code);
+    s_finish(call, jsonrpc_error(call->id, code, message, data));
 }
 
 void mcp_call_error(mcp_call_t *call, int code, const char *message)
 {
-    s_finish(call, jsonrpc_error(call->id, code, message, NULL));
+    mcp_call_error_data(call, code, message, NULL);
+}
+
+void mcp_call_error_capability(mcp_call_t *call, const char *capability)
+{
+    json_object *req = json_object_new_object();
+    json_object_object_add(req, capability, json_object_new_object());
+    json_object *data = json_object_new_object();
+    json_object_object_add(data, "requiredCapabilities", req);
+    char msg[160];
+    snprintf(msg, sizeof msg, "Missing required client capability: %.100s", capability);
+    mcp_call_error_data(call, MCP_ERR_MISSING_CAPABILITY, msg, data);
 }
 
 void mcp_call_text(mcp_call_t *call, const char *text, bool is_error)
@@ -428,7 +485,11 @@ static void s_call_send(mcp_call_t *call, char *json, mcp_msg_kind_t kind)
 
 void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, const char *text, size_t len)
 {
-    if (level < call->session->log_level || call->origin_gone)
+    /* Modern: only at or above the level the request's _meta asked for,
+     * and nothing when it asked for none. */
+    if (call->modern ? (call->log_level < 0 || (int)level < call->log_level) : level < call->session->log_level)
+        return;
+    if (call->origin_gone)
         return;
     s_call_send(call, jsonrpc_notification("notifications/message", s_log_params(level, logger, text, len)), MCP_MSG_NOTIFICATION);
 }

@@ -18,7 +18,17 @@
 #include <json-c/json.h>
 
 #define MCP_PROTOCOL_LATEST "2025-11-25"
+/* The current ("modern") revision: no initialize, every request carries its
+ * version and the client's capabilities in params._meta (doc/mcp.md). */
+#define MCP_PROTOCOL_MODERN "2026-07-28"
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 #define MCP_ERR_RESOURCE_NOT_FOUND -32002
+/* Errors the 2026-07-28 revision defines. */
+#define MCP_ERR_HEADER_MISMATCH -32020
+#define MCP_ERR_MISSING_CAPABILITY -32021
+#define MCP_ERR_UNSUPPORTED_VERSION -32022
 
 typedef struct mcp_server mcp_server_t;
 typedef struct mcp_session mcp_session_t;
@@ -122,8 +132,20 @@ void mcp_server_set_completion(mcp_server_t *self, mcp_complete_fn *fn, void *ud
  * every session subscribed to uri. */
 void mcp_server_enable_subscriptions(mcp_server_t *self);
 void mcp_server_resource_updated(mcp_server_t *self, const char *uri);
-/* Whether `version` is one of the protocol versions we speak. */
+/* Whether `version` is one of the legacy (initialize) versions we speak. */
 bool mcp_protocol_supported(const char *version);
+/* Whether `version` is a modern (per-request _meta) version we serve. */
+bool mcp_protocol_modern(const char *version);
+
+/* How the 2026-07-28 revision classifies the error that answered a modern
+ * request at once, so that an HTTP transport can pick the status without
+ * reading the JSON: a malformed request (missing _meta, unsupported version,
+ * a capability the client did not declare) or a method that does not exist. */
+typedef enum {
+    MCP_REJECT_NONE,
+    MCP_REJECT_BAD_REQUEST,  /* HTTP 400 */
+    MCP_REJECT_NOT_FOUND,    /* HTTP 404 */
+} mcp_reject_t;
 
 /* ---- session ---- */
 
@@ -131,6 +153,13 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
 /* Ends the session: in-flight calls get MCP_CANCEL_GONE, pending
  * server->client requests are abandoned. */
 void mcp_session_destroy(mcp_session_t **self_p);
+/* Marks a session as serving modern requests only (the HTTP transport's
+ * sessionless requests): every request must carry the modern _meta, and
+ * nothing is sent that is not tied to a request. Call before any message. */
+void mcp_session_set_stateless(mcp_session_t *self);
+/* The classification of the last error response this session sent for a
+ * modern request, reset to MCP_REJECT_NONE by the call. */
+mcp_reject_t mcp_session_take_reject(mcp_session_t *self);
 /* Handles one incoming message (one line of stdio, one HTTP body). */
 void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void *origin);
 /* The transport says an origin (an HTTP stream) went away: its calls get
@@ -138,7 +167,8 @@ void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void 
  * without a cancel function, simply stop sending. */
 void mcp_session_forget_origin(mcp_session_t *self, void *origin);
 bool mcp_session_initialized(const mcp_session_t *self);
-/* Whether the client declared a capability (e.g. "elicitation"). */
+/* Whether the client declared a capability (e.g. "elicitation") at
+ * initialize (legacy sessions; false on a modern-only session). */
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
 /* Sends a notification not tied to any request. params consumed. */
 void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params);
@@ -167,9 +197,19 @@ bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin);
 
 mcp_session_t *mcp_call_session(const mcp_call_t *call);
 void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
+/* Whether the request came in the modern revision (2026-07-28). */
+bool mcp_call_modern(const mcp_call_t *call);
+/* Whether the client declared a capability for this request: its _meta's
+ * clientCapabilities (modern), or the session's (legacy). */
+bool mcp_call_client_has(const mcp_call_t *call, const char *capability);
 /* Finishers: each sends the response and frees the call. */
 void mcp_call_reply(mcp_call_t *call, json_object *result);               /* consumed */
 void mcp_call_error(mcp_call_t *call, int code, const char *message);
+/* An error with a data member (consumed; may be NULL). */
+void mcp_call_error_data(mcp_call_t *call, int code, const char *message, json_object *data);
+/* The -32021 error (MissingRequiredClientCapability) naming one capability,
+ * e.g. "sampling": error.data.requiredCapabilities = {capability: {}}. */
+void mcp_call_error_capability(mcp_call_t *call, const char *capability);
 void mcp_call_text(mcp_call_t *call, const char *text, bool is_error);   /* tool result */
 /* A tool result with one text item plus structuredContent (borrowed). */
 void mcp_call_text_structured(mcp_call_t *call, const char *text, bool is_error, json_object *structured);

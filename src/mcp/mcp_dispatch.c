@@ -56,9 +56,22 @@ static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
     s_reply(self, m->id, origin, res);
 }
 
+/* The modern request being dispatched right now (set around the handler
+ * that creates its call): its _meta log level and client capabilities. */
+static struct {
+    bool active;
+    int log_level;
+    json_object *caps;    /* borrowed from the request */
+} s_modern_pending;
+
 static mcp_call_t *s_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
     mcp_call_t *call = xcalloc(1, sizeof *call);
+    if (s_modern_pending.active) {
+        call->modern = true;
+        call->log_level = s_modern_pending.log_level;
+        call->client_caps = json_object_get(s_modern_pending.caps);
+    }
     call->session = self;
     call->id = json_object_get(m->id);
     call->method = xstrdup(m->method);
@@ -208,9 +221,203 @@ static bool s_known_method(mcp_session_t *self, const char *method)
     return mcp_server_find_method(self->server, method) != NULL;
 }
 
+/* ------------------------------------------------------------------ modern
+ * MCP 2026-07-28: no initialize; each request carries its protocol version
+ * and the client's capabilities in params._meta, and is served on its own.
+ * Results carry resultType (and, when cacheable, ttlMs and cacheScope);
+ * logs go out only at the level the request's _meta asks for. */
+
+static const char *const s_cacheable[] = {"server/discover", "tools/list", "prompts/list", "resources/list",
+                                          "resources/templates/list", "resources/read"};
+
+json_object *mcp_modern_result(const char *method, json_object *result)
+{
+    /* A copy: result may be shared (the cached tools/list). */
+    json_object *o = json_object_new_object();
+    if (result && json_object_is_type(result, json_type_object)) {
+        json_object_object_foreach(result, k, v) json_object_object_add(o, k, json_object_get(v));
+    }
+    json_object_put(result);
+    if (!json_object_object_get_ex(o, "resultType", NULL))
+        json_object_object_add(o, "resultType", json_object_new_string("complete"));
+    for (size_t i = 0; i < sizeof s_cacheable / sizeof s_cacheable[0]; i++) {
+        if (strcmp(method, s_cacheable[i]) == 0) {
+            /* Lists can change at any time (assets come and go): never cache
+             * across requests, never share between users. */
+            if (!json_object_object_get_ex(o, "ttlMs", NULL))
+                json_object_object_add(o, "ttlMs", json_object_new_int(0));
+            if (!json_object_object_get_ex(o, "cacheScope", NULL))
+                json_object_object_add(o, "cacheScope", json_object_new_string("private"));
+            break;
+        }
+    }
+    return o;
+}
+
+mcp_reject_t mcp_modern_reject(int code)
+{
+    if (code == JSONRPC_METHOD_NOT_FOUND)
+        return MCP_REJECT_NOT_FOUND;
+    if (code == MCP_ERR_HEADER_MISMATCH || code == MCP_ERR_MISSING_CAPABILITY || code == MCP_ERR_UNSUPPORTED_VERSION)
+        return MCP_REJECT_BAD_REQUEST;
+    return MCP_REJECT_NONE;
+}
+
+static void s_modern_error(mcp_session_t *self, jsonrpc_msg_t *m, void *origin, int code, const char *msg,
+                           json_object *data, mcp_reject_t reject)
+{
+    self->reject = reject;
+    mcp_session_send(self, origin, jsonrpc_error(m->id, code, msg, data), MCP_MSG_RESPONSE);
+}
+
+static json_object *s_meta(json_object *params)
+{
+    json_object *meta = NULL;
+    if (params && json_object_is_type(params, json_type_object) &&
+        json_object_object_get_ex(params, "_meta", &meta) && json_object_is_type(meta, json_type_object))
+        return meta;
+    return NULL;
+}
+
+/* Whether a request says it is modern: its _meta names a protocol version. */
+static bool s_is_modern(jsonrpc_msg_t *m)
+{
+    json_object *meta = s_meta(m->params);
+    return meta && json_object_object_get_ex(meta, MCP_META_VERSION, NULL);
+}
+
+static json_object *s_supported_versions(void)
+{
+    json_object *a = json_object_new_array();
+    json_object_array_add(a, json_object_new_string(MCP_PROTOCOL_MODERN));
+    return a;
+}
+
+static void s_discover(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+{
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "supportedVersions", s_supported_versions());
+    json_object *caps = mcp_server_capabilities(self->server);
+    /* Subscriptions and list-change notifications need the listen stream,
+     * which rat-py does not serve; logging is per request, not a capability
+     * to set (it stays declared: the revision deprecates, not removes it). */
+    json_object *r = NULL;
+    if (json_object_object_get_ex(caps, "resources", &r))
+        json_object_object_add(r, "subscribe", json_object_new_boolean(false));
+    json_object_object_add(res, "capabilities", caps);
+    if (self->server->instructions)
+        json_object_object_add(res, "instructions", json_object_new_string(self->server->instructions));
+    json_object *info = json_object_new_object();
+    json_object_object_add(info, "name", json_object_new_string(self->server->name));
+    json_object_object_add(info, "version", json_object_new_string(self->server->version));
+    json_object *meta = json_object_new_object();
+    json_object_object_add(meta, "io.modelcontextprotocol/serverInfo", info);
+    json_object_object_add(res, "_meta", meta);
+    s_reply(self, m->id, origin, mcp_modern_result("server/discover", res));
+}
+
+static void s_handle_modern(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
+{
+    const char *method = m->method;
+    json_object *meta = s_meta(m->params), *pv = NULL, *caps = NULL, *lv = NULL;
+    if (!self->initialized)
+        self->modern_seen = true;
+    if (m->params && !json_object_is_type(m->params, json_type_object)) {
+        s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS, "Invalid params: params must be an object", NULL,
+                       MCP_REJECT_BAD_REQUEST);
+        return;
+    }
+    bool has_pv = meta && json_object_object_get_ex(meta, MCP_META_VERSION, &pv);
+    bool has_caps = meta && json_object_object_get_ex(meta, MCP_META_CLIENT_CAPS, &caps);
+    if (!has_pv || !has_caps) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Invalid params: missing _meta keys:%s%s", has_pv ? "" : " " MCP_META_VERSION,
+                 has_caps ? "" : " " MCP_META_CLIENT_CAPS);
+        s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS, msg, NULL, MCP_REJECT_BAD_REQUEST);
+        return;
+    }
+    if (!json_object_is_type(caps, json_type_object)) {
+        s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS,
+                       "Invalid params: _meta " MCP_META_CLIENT_CAPS " must be an object", NULL, MCP_REJECT_BAD_REQUEST);
+        return;
+    }
+    if (!json_object_is_type(pv, json_type_string) || !mcp_protocol_modern(json_object_get_string(pv))) {
+        json_object *data = json_object_new_object();
+        json_object_object_add(data, "supported", s_supported_versions());
+        json_object_object_add(data, "requested", json_object_new_string(json_object_is_type(pv, json_type_string)
+                                                                              ? json_object_get_string(pv)
+                                                                              : json_object_to_json_string(pv)));
+        s_modern_error(self, m, origin, MCP_ERR_UNSUPPORTED_VERSION, "Unsupported protocol version", data,
+                       MCP_REJECT_BAD_REQUEST);
+        return;
+    }
+    int log_level = -1;
+    if (json_object_object_get_ex(meta, MCP_META_LOG_LEVEL, &lv)) {
+        for (size_t i = 0; json_object_is_type(lv, json_type_string) && i < MCP_LOG_LEVELS; i++)
+            if (strcmp(json_object_get_string(lv), mcp_log_levels[i]) == 0)
+                log_level = (int)i;
+        if (log_level < 0) {
+            s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS,
+                           "Invalid params: _meta " MCP_META_LOG_LEVEL " must be one of debug, info, notice, warning, "
+                           "error, critical, alert, emergency",
+                           NULL, MCP_REJECT_BAD_REQUEST);
+            return;
+        }
+    }
+    /* Removed by the revision (initialize, ping, logging/setLevel,
+     * subscriptions) or never ours: Method not found. */
+    static const char *removed[] = {"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                    "resources/unsubscribe"};
+    bool gone = s_has_nul(method, m->method_len);
+    for (size_t i = 0; !gone && i < sizeof removed / sizeof removed[0]; i++)
+        gone = strcmp(method, removed[i]) == 0;
+    if (!gone && strcmp(method, "server/discover") == 0) {
+        s_discover(self, m, origin);
+        return;
+    }
+    if (gone || !s_known_method(self, method) || strcmp(method, "logging/setLevel") == 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Method not found: %.120s", gone && s_has_nul(method, m->method_len) ? "(NUL)" : method);
+        s_modern_error(self, m, origin, JSONRPC_METHOD_NOT_FOUND, msg, NULL, MCP_REJECT_NOT_FOUND);
+        return;
+    }
+    /* Request ids are the client's per connection; a modern-only session
+     * (HTTP) serves many clients, so ids need not be unique there. */
+    if (!self->stateless && s_find_call(self, m->id)) {
+        s_modern_error(self, m, origin, JSONRPC_INVALID_REQUEST,
+                       "Invalid Request: this id is already in use by a request in progress", NULL, MCP_REJECT_NONE);
+        return;
+    }
+    s_modern_pending.log_level = log_level;
+    s_modern_pending.caps = caps;
+    s_modern_pending.active = true;
+    if (strcmp(method, "tools/call") == 0) {
+        s_handle_tools_call(self, m, origin);
+    } else if (strcmp(method, "tools/list") == 0) {
+        json_object *cursor = NULL;
+        if (m->params && json_object_object_get_ex(m->params, "cursor", &cursor) && cursor &&
+            !json_object_is_type(cursor, json_type_null))
+            s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS, "tools/list: invalid cursor", NULL, MCP_REJECT_NONE);
+        else
+            s_reply(self, m->id, origin, mcp_modern_result(method, mcp_server_tools_list(self->server)));
+    } else {
+        mcp_method_entry_t *custom = mcp_server_find_method(self->server, method);
+        mcp_call_t *call = s_call_create(self, m, origin);
+        custom->fn(call, m->params, custom->ud);
+    }
+    s_modern_pending.active = false;
+}
+
 static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
     const char *method = m->method;
+    /* A request is modern on a modern-only session, or when it says so
+     * before any initialize (on stdio the initialize picks legacy for the
+     * whole process: versioning.mdx, "Backward Compatibility"). */
+    if (self->stateless || (!self->initialized && s_is_modern(m))) {
+        s_handle_modern(self, m, origin);
+        return;
+    }
     if (s_has_nul(method, m->method_len)) {
         s_error(self, m->id, origin, JSONRPC_METHOD_NOT_FOUND, "Method not found: the name contains a NUL character");
         return;

@@ -278,16 +278,17 @@ static void s_resources_read(mcp_call_t *call, json_object *params, void *ud)
         }
         json_object_put(vars);
     }
-    if (f->provider_read) {
-        if (f->provider_read(call, uri, f->provider_ud))
-            return;
-        char msg[300];
-        snprintf(msg, sizeof msg, "Resource not found: %.200s", uri);
-        mcp_call_error(call, MCP_ERR_RESOURCE_NOT_FOUND, msg);
+    if (f->provider_read && f->provider_read(call, uri, f->provider_ud))
         return;
-    }
     char msg[300];
     snprintf(msg, sizeof msg, "Resource not found: %.200s", uri);
+    if (mcp_call_modern(call)) {
+        /* 2026-07-28 (SEP-2164): Invalid params, with the URI in data. */
+        json_object *data = json_object_new_object();
+        json_object_object_add(data, "uri", json_object_new_string(uri));
+        mcp_call_error_data(call, JSONRPC_INVALID_PARAMS, msg, data);
+        return;
+    }
     mcp_call_error(call, MCP_ERR_RESOURCE_NOT_FOUND, msg);
 }
 

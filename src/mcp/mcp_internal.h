@@ -71,6 +71,9 @@ struct mcp_call {
     bool progress_sent;
     mcp_cancel_fn *cancel_fn;
     void *cancel_ud;
+    bool modern;                  /* a 2026-07-28 request: results get resultType, ... */
+    int log_level;                /* modern: _meta logLevel (mcp_log_level_t), -1: no logs */
+    json_object *client_caps;     /* modern: owned _meta clientCapabilities */
     mcp_call_t *next;
 };
 
@@ -101,6 +104,9 @@ struct mcp_session {
     long next_handle;
     char **subscriptions;         /* owned: resource URIs this client subscribed to */
     size_t nsubscriptions;
+    bool stateless;               /* modern requests only (mcp_session_set_stateless) */
+    bool modern_seen;             /* a modern request came before any initialize */
+    mcp_reject_t reject;          /* see mcp_session_take_reject */
     mcp_session_t *next_in_server;
 };
 
@@ -117,6 +123,11 @@ void mcp_session_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kin
 
 /* mcp_dispatch.c */
 json_object *mcp_error_object(int code, const char *message);
+/* A modern result: a shallow copy of result (consumed) with resultType and,
+ * for cacheable methods, ttlMs and cacheScope. */
+json_object *mcp_modern_result(const char *method, json_object *result);
+/* The reject class of an error code answering a modern request. */
+mcp_reject_t mcp_modern_reject(int code);
 
 /* mcp_features.c: a client of the server's public method table. */
 /* Registers the resources, prompts and completion methods over f (the

@@ -435,6 +435,79 @@ static void test_resource_cursor(void)
     mcp_server_destroy(&srv);
 }
 
+static void s_log_tool(mcp_call_t *call, json_object *args, void *ud)
+{
+    mcp_call_log(call, MCP_LOG_DEBUG, "t", "dbg", 3);
+    mcp_call_log(call, MCP_LOG_WARNING, "t", "warn", 4);
+    mcp_call_text(call, mcp_call_client_has(call, "sampling") ? "sampling" : "no sampling", false);
+}
+
+#define MODERN_META(extra) "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
+                           "\"io.modelcontextprotocol/clientCapabilities\":{" extra "}"
+
+/* MCP 2026-07-28 on a stdio-like session: per-request _meta, server/discover,
+ * resultType and caching hints, per-request log level, the new errors; a
+ * legacy initialize afterwards is served as before. */
+static void test_modern_requests(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", "use it");
+    mcp_tool_t t = {.name = "logs", .description = "Logs.", .input_schema = "{\"type\":\"object\"}", .fn = s_log_tool};
+    mcp_server_add_tool(srv, &t);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" MODERN_META("") "}}}");
+    CHECK_EQ_INT(s_last_code(&sink), 0);
+    CHECK(strstr(sink.msgs[0], "\"supportedVersions\":[\"2026-07-28\"]") != NULL);
+    CHECK(strstr(sink.msgs[0], "\"resultType\":\"complete\"") != NULL);
+    CHECK(strstr(sink.msgs[0], "\"ttlMs\":0") != NULL && strstr(sink.msgs[0], "\"cacheScope\":\"private\"") != NULL);
+    CHECK(strstr(sink.msgs[0], "\"io.modelcontextprotocol/serverInfo\":{\"name\":\"t\",\"version\":\"1.0\"}") != NULL);
+    CHECK(!mcp_session_initialized(s));
+    s_sink_clear(&sink);
+
+    /* _meta without clientCapabilities: -32602; another version: -32022 naming ours. */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+              "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    CHECK_EQ_INT(mcp_session_take_reject(s), MCP_REJECT_BAD_REQUEST);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+              "{\"io.modelcontextprotocol/protocolVersion\":\"1999-01-01\","
+              "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
+    CHECK_EQ_INT(s_last_code(&sink), MCP_ERR_UNSUPPORTED_VERSION);
+    CHECK(strstr(sink.msgs[sink.n - 1], "\"data\":{\"supported\":[\"2026-07-28\"],\"requested\":\"1999-01-01\"}") != NULL);
+    /* Removed methods: Method not found. */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{" MODERN_META("") "}}}");
+    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
+    CHECK_EQ_INT(mcp_session_take_reject(s), MCP_REJECT_NOT_FOUND);
+    s_sink_clear(&sink);
+
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{" MODERN_META("") "}}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\"") != NULL);
+    s_sink_clear(&sink);
+    /* No logLevel: no logs; warning: only warning and above. Capabilities per request. */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"logs\"," MODERN_META("") "}}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"no sampling\"") && strstr(sink.msgs[0], "\"resultType\":\"complete\""));
+    CHECK(strstr(sink.msgs[0], "ttlMs") == NULL);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"logs\","
+              "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/logLevel\":"
+              "\"warning\",\"io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{}}}}}");
+    CHECK_EQ_INT(sink.n, 2);
+    CHECK(sink.n == 2 && strstr(sink.msgs[0], "\"warn\"") && strstr(sink.msgs[1], "\"sampling\""));
+    s_sink_clear(&sink);
+
+    /* Legacy afterwards: initialize, then results exactly as before. */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+              "\"capabilities\":{}}}");
+    CHECK_EQ_INT(s_last_code(&sink), 0);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "resultType") == NULL && strstr(sink.msgs[0], "ttlMs") == NULL);
+    s_sink_clear(&sink);
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
+}
+
 int main(void)
 {
     RUN_CASE(test_classify);
@@ -444,5 +517,6 @@ int main(void)
     RUN_CASE(test_schema_defaults_and_enum);
     RUN_CASE(test_malformed_replies_become_errors);
     RUN_CASE(test_resource_cursor);
+    RUN_CASE(test_modern_requests);
     return check_report("test_mcp");
 }

@@ -101,6 +101,125 @@ static bool s_accepts(const char *accept, const char *type)
     return strstr(accept, type) || strstr(accept, "*/*");
 }
 
+/* A header value without the optional whitespace around it (RFC 9110 5.5),
+ * into out (NUL-terminated); false when it does not fit. */
+static bool s_header_trim(const char *v, char *out, size_t cap)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    if (n >= cap)
+        return false;
+    memcpy(out, v, n);
+    out[n] = '\0';
+    return true;
+}
+
+/* Whether header value h (trimmed; "=?base64?...?=" decoded) equals the
+ * body's string value (len bytes, may hold NULs). */
+static bool s_header_matches(const char *h, const char *value, size_t len)
+{
+    static char t[8192], bin[8192];
+    if (!s_header_trim(h, t, sizeof t))
+        return false;
+    size_t tl = strlen(t);
+    if (tl >= 11 && strncmp(t, "=?base64?", 9) == 0 && strcmp(t + tl - 2, "?=") == 0) {
+        size_t bl = 0;
+        if (sodium_base642bin((unsigned char *)bin, sizeof bin, t + 9, tl - 11, NULL, &bl, NULL,
+                              sodium_base64_VARIANT_ORIGINAL) != 0)
+            return false;
+        return bl == len && memcmp(bin, value, len) == 0;
+    }
+    return tl == len && memcmp(t, value, len) == 0;
+}
+
+/* The body's value the Mcp-Name header must carry, or NULL. */
+static json_object *s_name_source(jsonrpc_msg_t *m)
+{
+    const char *key = NULL;
+    if (strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0)
+        key = "name";
+    else if (strcmp(m->method, "resources/read") == 0)
+        key = "uri";
+    json_object *v = NULL;
+    if (key && m->params && json_object_is_type(m->params, json_type_object) &&
+        json_object_object_get_ex(m->params, key, &v) && json_object_is_type(v, json_type_string))
+        return v;
+    return NULL;
+}
+
+/* A modern (2026-07-28) POST: no session; the headers must agree with the
+ * body (streamable-http.mdx, "Server Validation": 400 and -32020), then the
+ * stateless MCP session serves it. Its status: 404 for an unknown method,
+ * 400 for the revision's request errors, 200 otherwise. m is borrowed. */
+static enum MHD_Result s_handle_modern_post(transport_http_t *self, struct MHD_Connection *c, http_req_t *req,
+                                            jsonrpc_msg_t *m)
+{
+    if (m->kind == JSONRPC_NOTIFICATION) /* nothing to cancel: a request ends with its stream */
+        return s_send_body(self, c, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+    if (m->kind != JSONRPC_REQUEST)
+        return http_error(self, c, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+                          "Invalid Request: a client sends no responses in MCP 2026-07-28");
+    const char *pv = http_header(c, "MCP-Protocol-Version");
+    if (!pv)
+        return s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m->id, MCP_ERR_HEADER_MISMATCH,
+                          "Header mismatch: the MCP-Protocol-Version header is missing");
+    json_object *meta = NULL, *mpv = NULL;
+    if (m->params && json_object_is_type(m->params, json_type_object) &&
+        json_object_object_get_ex(m->params, "_meta", &meta) && json_object_is_type(meta, json_type_object) &&
+        json_object_object_get_ex(meta, MCP_META_VERSION, &mpv) &&
+        (!json_object_is_type(mpv, json_type_string) || strcmp(json_object_get_string(mpv), pv) != 0))
+        return s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m->id, MCP_ERR_HEADER_MISMATCH,
+                          "Header mismatch: MCP-Protocol-Version does not match _meta "
+                          "io.modelcontextprotocol/protocolVersion");
+    const char *hm = http_header(c, "Mcp-Method");
+    if (!hm || !s_header_matches(hm, m->method, m->method_len))
+        return s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m->id, MCP_ERR_HEADER_MISMATCH,
+                          hm ? "Header mismatch: Mcp-Method does not match the body's method"
+                             : "Header mismatch: the Mcp-Method header is missing");
+    json_object *name = s_name_source(m);
+    const char *hn = http_header(c, "Mcp-Name");
+    if (name && (!hn || !s_header_matches(hn, json_object_get_string(name), (size_t)json_object_get_string_len(name))))
+        return s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m->id, MCP_ERR_HEADER_MISMATCH,
+                          hn ? "Header mismatch: Mcp-Name does not match the body's name or uri"
+                             : "Header mismatch: the Mcp-Name header is missing");
+    http_session_t *sess = self->stateless;
+    http_stream_t *s = http_stream_new(self, sess, c, false);
+    req->stream = s;
+    mcp_session_take_reject(sess->mcp);
+    mcp_session_handle(sess->mcp, buf_str(&req->body), req->body.len, s);
+    mcp_reject_t rej = mcp_session_take_reject(sess->mcp);
+    if (s->done && !s->had_other) {
+        unsigned status = rej == MCP_REJECT_NOT_FOUND     ? MHD_HTTP_NOT_FOUND
+                          : rej == MCP_REJECT_BAD_REQUEST ? MHD_HTTP_BAD_REQUEST
+                                                          : MHD_HTTP_OK;
+        enum MHD_Result rc = s_send_body(self, c, status, "application/json", buf_str(&s->final_json),
+                                         s->final_json.len, NULL);
+        req->stream = NULL;
+        http_stream_free(s);
+        return rc;
+    }
+    return http_attach_sse(self, s, NULL);
+}
+
+/* Whether a POST is modern: its MCP-Protocol-Version is not a legacy one,
+ * or, without that header and without a session, its _meta names a
+ * version (an initialize is legacy whatever it carries). */
+static bool s_post_is_modern(struct MHD_Connection *c, jsonrpc_msg_t *m, bool is_init, const char *sid)
+{
+    const char *pv = http_header(c, "MCP-Protocol-Version");
+    if (mcp_protocol_modern(pv))
+        return true;
+    if (pv && mcp_protocol_supported(pv))
+        return false;
+    json_object *meta = NULL;
+    return !sid && !is_init && m->params && json_object_is_type(m->params, json_type_object) &&
+           json_object_object_get_ex(m->params, "_meta", &meta) && json_object_is_type(meta, json_type_object) &&
+           json_object_object_get_ex(meta, MCP_META_VERSION, NULL);
+}
+
 static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connection *c, http_req_t *req)
 {
     const char *sid = http_header(c, "Mcp-Session-Id");
@@ -132,6 +251,16 @@ static enum MHD_Result s_handle_post(transport_http_t *self, struct MHD_Connecti
     const char *method = m.method ? m.method : "";
     http_session_t *sess = NULL;
     enum MHD_Result rc;
+    if (s_post_is_modern(c, &m, is_init, sid)) {
+        rc = s_handle_modern_post(self, c, req, &m);
+        jsonrpc_msg_free(&m);
+        return rc;
+    }
+    const char *pv = http_header(c, "MCP-Protocol-Version");
+    if (pv && !mcp_protocol_supported(pv)) { /* judged here, not at the headers (see s_first_call) */
+        jsonrpc_msg_free(&m);
+        return http_error(self, c, MHD_HTTP_BAD_REQUEST, -32000, "Bad Request: unsupported MCP-Protocol-Version");
+    }
     if (!sid) {
         if (!is_init) {
             if (is_request && strcmp(method, "server/discover") == 0) {
@@ -284,7 +413,7 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
         MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                 "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, "
-                                "last-event-id");
+                                "last-event-id, mcp-method, mcp-name");
         MHD_add_response_header(r, "Access-Control-Max-Age", "600");
         req->answered = true;
         return http_queue(self, c, MHD_HTTP_NO_CONTENT, r);
@@ -297,8 +426,11 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
         req->answered = true;
         return http_queue(self, c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
     }
+    /* A POST whose version is not a legacy one is judged with its body:
+     * modern, or an unsupported version the modern error names (-32022). */
     const char *pv = http_header(c, "MCP-Protocol-Version");
-    if (pv && !mcp_protocol_supported(pv)) {
+    bool judge_later = strcmp(method, "POST") == 0 && (mcp_protocol_modern(pv) || !http_header(c, "Mcp-Session-Id"));
+    if (pv && !mcp_protocol_supported(pv) && !judge_later) {
         req->answered = true;
         return http_error(self, c, MHD_HTTP_BAD_REQUEST, -32000, "Bad Request: unsupported MCP-Protocol-Version");
     }
@@ -535,6 +667,7 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     self->epoll_watch = loop_watch_fd(loop, info->epoll_fd, ZMQ_POLLIN, s_on_epoll, self);
     self->keepalive_timer = loop_timer(loop, CALL_KEEPALIVE_MS, http_keepalive, self);
     self->sweep_timer = loop_timer(loop, SWEEP_MS, http_sweep, self);
+    self->stateless = http_session_new_stateless(self);
     s_run(self);
     return self;
 }
@@ -546,6 +679,9 @@ void transport_http_destroy(transport_http_t **self_p)
     transport_http_t *self = *self_p;
     while (self->sessions)
         http_session_end(self, self->sessions);
+    if (self->stateless)
+        http_session_end(self, self->stateless);
+    self->stateless = NULL;
     /* MHD must not be stopped with suspended connections: end every stream
      * and let MHD finish them first. */
     for (http_stream_t *s = self->streams; s; s = s->next) {

@@ -100,6 +100,7 @@ struct transport_http {
     unsigned max_sessions, nsessions;
     int session_idle_s;
     http_session_t *sessions;        /* owned list */
+    http_session_t *stateless;       /* owned: serves modern (2026-07-28) requests, in no list */
     http_stream_t *streams;          /* owned list of live streams */
     http_route_t routes[MAX_ROUTES];
     int nroutes;
@@ -125,6 +126,7 @@ enum MHD_Result http_attach_sse(transport_http_t *self, http_stream_t *s, const 
 http_session_t *http_session_find(transport_http_t *self, const char *id);
 void http_session_end(transport_http_t *self, http_session_t *sess);
 http_session_t *http_session_new(transport_http_t *self);
+http_session_t *http_session_new_stateless(transport_http_t *self);
 void http_sweep(loop_t *loop, void *ud);
 void http_keepalive(loop_t *loop, void *ud);
 

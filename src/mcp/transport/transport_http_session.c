@@ -197,6 +197,20 @@ http_session_t *http_session_new(transport_http_t *self)
     return sess;
 }
 
+/* The session that serves modern requests: it never expires, is counted
+ * nowhere and has no GET stream; its calls' messages go on their POST's
+ * stream only. Ended with http_session_end at destroy. */
+http_session_t *http_session_new_stateless(transport_http_t *self)
+{
+    http_session_t *sess = xcalloc(1, sizeof *sess);
+    sess->t = self;
+    snprintf(sess->id, sizeof sess->id, "stateless");
+    sess->mcp = mcp_session_new(self->server, s_mcp_send, sess);
+    mcp_session_set_stateless(sess->mcp);
+    sess->last_used_ms = loop_now_ms();
+    return sess;
+}
+
 void http_sweep(loop_t *loop, void *ud)
 {
     transport_http_t *self = ud;
