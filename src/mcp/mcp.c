@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sodium.h>
 
 #include "jsonrpc.h"
 #include "log.h"
@@ -38,6 +40,7 @@ mcp_server_t *mcp_server_new(const char *name, const char *version, const char *
     self->name = xstrdup(name);
     self->version = xstrdup(version);
     self->instructions = xstrdup(instructions);
+    randombytes_buf(self->state_key, sizeof self->state_key);
     mcp_features_register(self, &self->features);
     return self;
 }
@@ -60,6 +63,7 @@ void mcp_server_destroy(mcp_server_t **self_p)
     free(self->methods);
     json_object_put(self->tools_list);
     mcp_features_free(&self->features);
+    sodium_memzero(self->state_key, sizeof self->state_key);
     free(self->name);
     free(self->version);
     free(self->instructions);
@@ -213,6 +217,9 @@ void mcp_call_free(mcp_call_t *call)
     json_object_put(call->id);
     json_object_put(call->progress_token);
     json_object_put(call->client_caps);
+    json_object_put(call->input_responses);
+    free(call->request_state);
+    free(call->name);
     free(call->method);
     free(call->tool);
     free(call);
@@ -409,6 +416,42 @@ bool mcp_call_client_has(const mcp_call_t *call, const char *capability)
     if (call->modern)
         return call->client_caps && json_object_object_get_ex(call->client_caps, capability, NULL);
     return mcp_session_client_has(call->session, capability);
+}
+
+json_object *mcp_call_input_responses(const mcp_call_t *call)
+{
+    return call->input_responses;
+}
+
+const char *mcp_call_request_state(const mcp_call_t *call)
+{
+    return call->request_state;
+}
+
+void mcp_call_input_required(mcp_call_t *call, json_object *input_requests, const char *state)
+{
+    static const char *allowed[] = {"tools/call", "prompts/get", "resources/read", "tasks/result"};
+    bool ok = call->modern && (input_requests || state);
+    bool method_ok = false;
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        method_ok = method_ok || strcmp(call->method, allowed[i]) == 0;
+    if (!ok || !method_ok) {
+        /* A handler bug, or a legacy request: it has no such result. */
+        json_object_put(input_requests);
+        mcp_call_error(call, JSONRPC_INTERNAL_ERROR, "Internal error: this request cannot ask the client for input");
+        return;
+    }
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "resultType", json_object_new_string("input_required"));
+    if (input_requests)
+        json_object_object_add(res, "inputRequests", input_requests);
+    if (state) {
+        char *tok = mcp_state_seal(call->session->server, call->method, call->name, state,
+                                   (long)time(NULL) + MCP_STATE_TTL_S);
+        json_object_object_add(res, "requestState", json_object_new_string(tok));
+        free(tok);
+    }
+    mcp_call_reply(call, res);
 }
 
 void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud)

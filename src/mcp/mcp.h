@@ -223,6 +223,26 @@ void mcp_call_progress(mcp_call_t *call, double progress, double total, const ch
 /* Server->client request tied to this call (e.g. elicitation/create). params
  * consumed. Returns a request handle (> 0) for mcp_call_abandon_request. */
 long mcp_call_request(mcp_call_t *call, const char *method, json_object *params, mcp_response_fn *fn, void *ud);
+/* ---- multi-round requests (2026-07-28 InputRequiredResult) ----
+ * A modern request cannot be answered with a server->client request; the
+ * server answers "input required" instead, and the client retries the same
+ * request (a new id) with inputResponses and the requestState it was given. */
+
+/* The inputResponses object the request carried (borrowed; NULL: none).
+ * Untrusted client input: check every field. */
+json_object *mcp_call_input_responses(const mcp_call_t *call);
+/* The requestState the request carried, verified (NULL: none). A state that
+ * fails verification (altered, expired, sealed for another method or name)
+ * never reaches a handler: the request is refused with -32602. */
+const char *mcp_call_request_state(const mcp_call_t *call);
+/* Finishes a modern tools/call, prompts/get or resources/read with an
+ * InputRequiredResult: input_requests (consumed, may be NULL) maps the
+ * server's keys to {method, params}; state (may be NULL) is sealed into
+ * requestState (HMAC-SHA256 with a key of this process, bound to the method
+ * and name, valid MCP_STATE_TTL_S). At least one of the two is required. */
+void mcp_call_input_required(mcp_call_t *call, json_object *input_requests, const char *state);
+#define MCP_STATE_TTL_S 86400
+
 /* Drops a pending server->client request without calling its function. */
 void mcp_call_abandon_request(mcp_call_t *call, long handle);
 

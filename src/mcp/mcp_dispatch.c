@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "jsonrpc.h"
 #include "log.h"
@@ -62,6 +63,9 @@ static struct {
     bool active;
     int log_level;
     json_object *caps;    /* borrowed from the request */
+    json_object *input_responses; /* borrowed, or NULL */
+    char *state;          /* owned verified requestState payload, handed to the call */
+    const char *name;     /* borrowed: params.name / params.uri, or NULL */
 } s_modern_pending;
 
 static mcp_call_t *s_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
@@ -71,6 +75,10 @@ static mcp_call_t *s_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *or
         call->modern = true;
         call->log_level = s_modern_pending.log_level;
         call->client_caps = json_object_get(s_modern_pending.caps);
+        call->input_responses = json_object_get(s_modern_pending.input_responses);
+        call->request_state = s_modern_pending.state;
+        s_modern_pending.state = NULL;
+        call->name = xstrdup(s_modern_pending.name);
     }
     call->session = self;
     call->id = json_object_get(m->id);
@@ -388,8 +396,34 @@ static void s_handle_modern(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
                        "Invalid Request: this id is already in use by a request in progress", NULL, MCP_REJECT_NONE);
         return;
     }
+    /* Multi-round: the state must be one we sealed for this method and name. */
+    json_object *jname = NULL, *jstate = NULL, *jresp = NULL;
+    if (m->params && (json_object_object_get_ex(m->params, "name", &jname) ||
+                      json_object_object_get_ex(m->params, "uri", &jname)) &&
+        !json_object_is_type(jname, json_type_string))
+        jname = NULL;
+    const char *name = jname ? json_object_get_string(jname) : NULL;
+    char *state = NULL;
+    if (m->params && json_object_object_get_ex(m->params, "requestState", &jstate) &&
+        !json_object_is_type(jstate, json_type_null)) {
+        if (json_object_is_type(jstate, json_type_string))
+            state = mcp_state_open(self->server, method, name, json_object_get_string(jstate), (long)time(NULL));
+        if (!state) {
+            s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS,
+                           "Invalid params: requestState failed verification (altered, expired, or given for "
+                           "another request); start the request again without it",
+                           NULL, MCP_REJECT_NONE);
+            return;
+        }
+    }
+    if (m->params && json_object_object_get_ex(m->params, "inputResponses", &jresp) &&
+        !json_object_is_type(jresp, json_type_object))
+        jresp = NULL;
     s_modern_pending.log_level = log_level;
     s_modern_pending.caps = caps;
+    s_modern_pending.input_responses = jresp;
+    s_modern_pending.state = state;
+    s_modern_pending.name = name;
     s_modern_pending.active = true;
     if (strcmp(method, "tools/call") == 0) {
         s_handle_tools_call(self, m, origin);
@@ -406,6 +440,8 @@ static void s_handle_modern(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
         custom->fn(call, m->params, custom->ud);
     }
     s_modern_pending.active = false;
+    free(s_modern_pending.state); /* no call took it (refused before one existed) */
+    s_modern_pending.state = NULL;
 }
 
 static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)

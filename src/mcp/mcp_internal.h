@@ -56,6 +56,7 @@ struct mcp_server {
     json_object *tools_list;              /* owned cache of the tools/list result */
     mcp_features_t features;              /* resources, prompts, completion */
     mcp_session_t *sessions;              /* borrowed list of live sessions */
+    unsigned char state_key[32];          /* seals requestState (random per process) */
 };
 
 struct mcp_call {
@@ -74,6 +75,9 @@ struct mcp_call {
     bool modern;                  /* a 2026-07-28 request: results get resultType, ... */
     int log_level;                /* modern: _meta logLevel (mcp_log_level_t), -1: no logs */
     json_object *client_caps;     /* modern: owned _meta clientCapabilities */
+    json_object *input_responses; /* modern: owned params.inputResponses, or NULL */
+    char *request_state;          /* modern: owned verified requestState payload, or NULL */
+    char *name;                   /* modern: owned params.name / params.uri (what requestState is bound to) */
     mcp_call_t *next;
 };
 
@@ -128,6 +132,12 @@ json_object *mcp_error_object(int code, const char *message);
 json_object *mcp_modern_result(const char *method, json_object *result);
 /* The reject class of an error code answering a modern request. */
 mcp_reject_t mcp_modern_reject(int code);
+
+/* mcp_state.c: requestState sealing (HMAC-SHA256, base64url). */
+/* A token for payload, bound to method and name, expiring at expiry (unix s). */
+char *mcp_state_seal(const mcp_server_t *srv, const char *method, const char *name, const char *payload, long expiry);
+/* The payload of a valid, unexpired token for method and name, or NULL. */
+char *mcp_state_open(const mcp_server_t *srv, const char *method, const char *name, const char *token, long now);
 
 /* mcp_features.c: a client of the server's public method table. */
 /* Registers the resources, prompts and completion methods over f (the

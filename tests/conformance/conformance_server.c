@@ -266,6 +266,225 @@ static void s_schema_2020(mcp_call_t *call, json_object *args, void *ud)
     free(text);
 }
 
+/* ------------------------------------------------ 2026-07-28 fixtures
+ * The multi-round (InputRequiredResult) tools of the input-required-result-*
+ * scenarios and the server-stateless diagnostics. */
+
+static json_object *s_elicit_req(const char *message, const char *field, const char *type)
+{
+    char *js = xasprintf("{\"method\":\"elicitation/create\",\"params\":{\"message\":\"%s\",\"requestedSchema\":"
+                         "{\"type\":\"object\",\"properties\":{\"%s\":{\"type\":\"%s\"}},\"required\":[\"%s\"]}}}",
+                         message, field, type, field);
+    json_object *o = s_parse(js);
+    free(js);
+    return o;
+}
+
+static json_object *s_sampling_req(const char *text, int max_tokens)
+{
+    char *js = xasprintf("{\"method\":\"sampling/createMessage\",\"params\":{\"messages\":[{\"role\":\"user\","
+                         "\"content\":{\"type\":\"text\",\"text\":\"%s\"}}],\"maxTokens\":%d}}",
+                         text, max_tokens);
+    json_object *o = s_parse(js);
+    free(js);
+    return o;
+}
+
+static json_object *s_requests(const char *k1, json_object *v1, const char *k2, json_object *v2, const char *k3,
+                               json_object *v3)
+{
+    json_object *o = json_object_new_object();
+    if (k1)
+        json_object_object_add(o, k1, v1);
+    if (k2)
+        json_object_object_add(o, k2, v2);
+    if (k3)
+        json_object_object_add(o, k3, v3);
+    return o;
+}
+
+/* inputResponses[key], when it is an object. */
+static json_object *s_response(mcp_call_t *call, const char *key)
+{
+    json_object *r = mcp_call_input_responses(call), *v = NULL;
+    return r && json_object_object_get_ex(r, key, &v) && json_object_is_type(v, json_type_object) ? v : NULL;
+}
+
+/* An accepted elicitation's content[field] as a string, or NULL. */
+static const char *s_elicited(mcp_call_t *call, const char *key, const char *field)
+{
+    json_object *r = s_response(call, key), *content = NULL, *v = NULL;
+    if (r && json_object_object_get_ex(r, "content", &content) && json_object_is_type(content, json_type_object) &&
+        json_object_object_get_ex(content, field, &v))
+        return json_object_get_string(v);
+    return NULL;
+}
+
+static void s_reply_text(mcp_call_t *call, const char *text)
+{
+    mcp_call_reply(call, s_text_result(text, false));
+}
+
+static void s_ir_elicitation(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *name = s_elicited(call, "user_name", "name");
+    if (!name) {
+        mcp_call_input_required(call, s_requests("user_name", s_elicit_req("What is your name?", "name", "string"),
+                                                 NULL, NULL, NULL, NULL), NULL);
+        return;
+    }
+    char *t = xasprintf("Hello, %s!", name);
+    s_reply_text(call, t);
+    free(t);
+}
+
+static void s_ir_sampling(mcp_call_t *call, json_object *args, void *ud)
+{
+    json_object *r = s_response(call, "capital_question"), *content = NULL, *text = NULL;
+    if (!r) {
+        mcp_call_input_required(call, s_requests("capital_question", s_sampling_req("What is the capital of France?", 100),
+                                                 NULL, NULL, NULL, NULL), NULL);
+        return;
+    }
+    json_object_object_get_ex(r, "content", &content);
+    json_object_object_get_ex(content, "text", &text);
+    char *t = xasprintf("LLM said: %s", text ? json_object_get_string(text) : "(nothing)");
+    s_reply_text(call, t);
+    free(t);
+}
+
+static void s_ir_roots(mcp_call_t *call, json_object *args, void *ud)
+{
+    json_object *r = s_response(call, "client_roots"), *roots = NULL, *uri = NULL;
+    if (!r || !json_object_object_get_ex(r, "roots", &roots) || !json_object_is_type(roots, json_type_array)) {
+        mcp_call_input_required(call, s_requests("client_roots", s_parse("{\"method\":\"roots/list\",\"params\":{}}"),
+                                                 NULL, NULL, NULL, NULL), NULL);
+        return;
+    }
+    buf_t b;
+    buf_init(&b, 0);
+    buf_printf(&b, "Roots:");
+    for (size_t i = 0; i < json_object_array_length(roots); i++)
+        if (json_object_object_get_ex(json_object_array_get_idx(roots, i), "uri", &uri))
+            buf_printf(&b, " %s", json_object_get_string(uri));
+    s_reply_text(call, buf_str(&b));
+    buf_free(&b);
+}
+
+static void s_ir_request_state(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *state = mcp_call_request_state(call);
+    if (!state || strcmp(state, "confirm-pending") != 0 || !s_response(call, "confirm")) {
+        mcp_call_input_required(call, s_requests("confirm", s_elicit_req("Please confirm", "ok", "boolean"), NULL, NULL,
+                                                 NULL, NULL), "confirm-pending");
+        return;
+    }
+    s_reply_text(call, "state-ok: confirmed");
+}
+
+static void s_ir_multi_round(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *state = mcp_call_request_state(call);
+    const char *name = s_elicited(call, "step1", "name");
+    const char *color = s_elicited(call, "step2", "color");
+    if (state && strncmp(state, "round-2:", 8) == 0 && color) {
+        char *t = xasprintf("%s likes %s", state + 8, color);
+        s_reply_text(call, t);
+        free(t);
+    } else if (state && strcmp(state, "round-1") == 0 && name) {
+        char *st = xasprintf("round-2:%s", name);
+        mcp_call_input_required(call, s_requests("step2", s_elicit_req("Step 2: What is your favorite color?", "color",
+                                                                       "string"), NULL, NULL, NULL, NULL), st);
+        free(st);
+    } else {
+        mcp_call_input_required(call, s_requests("step1", s_elicit_req("Step 1: What is your name?", "name", "string"),
+                                                 NULL, NULL, NULL, NULL), "round-1");
+    }
+}
+
+static void s_ir_multiple(mcp_call_t *call, json_object *args, void *ud)
+{
+    if (mcp_call_request_state(call) && s_response(call, "user_name") && s_response(call, "greeting") &&
+        s_response(call, "client_roots")) {
+        s_reply_text(call, "All three inputs received");
+        return;
+    }
+    mcp_call_input_required(call, s_requests("user_name", s_elicit_req("What is your name?", "name", "string"),
+                                             "greeting", s_sampling_req("Generate a greeting", 50), "client_roots",
+                                             s_parse("{\"method\":\"roots/list\",\"params\":{}}")), "all-three");
+}
+
+static void s_ir_tampered(mcp_call_t *call, json_object *args, void *ud)
+{
+    if (mcp_call_request_state(call) && s_response(call, "confirm")) {
+        s_reply_text(call, "state verified");
+        return;
+    }
+    mcp_call_input_required(call, s_requests("confirm", s_elicit_req("Please confirm", "ok", "boolean"), NULL, NULL,
+                                             NULL, NULL), "sealed");
+}
+
+/* Only what the request's clientCapabilities declare. */
+static void s_ir_capabilities(mcp_call_t *call, json_object *args, void *ud)
+{
+    json_object *req = json_object_new_object();
+    if (mcp_call_client_has(call, "elicitation"))
+        json_object_object_add(req, "user_name", s_elicit_req("What is your name?", "name", "string"));
+    if (mcp_call_client_has(call, "sampling"))
+        json_object_object_add(req, "question", s_sampling_req("What is the capital of France?", 100));
+    if (mcp_call_client_has(call, "roots"))
+        json_object_object_add(req, "client_roots", s_parse("{\"method\":\"roots/list\",\"params\":{}}"));
+    json_object *got = mcp_call_input_responses(call);
+    if (json_object_object_length(req) == 0 || (got && json_object_object_length(got) > 0)) {
+        json_object_put(req);
+        s_reply_text(call, "done");
+        return;
+    }
+    mcp_call_input_required(call, req, NULL);
+}
+
+/* server-stateless: a call that needs elicitation answers input-required
+ * on its own stream, never with an independent request. */
+static void s_streaming_elicitation(mcp_call_t *call, json_object *args, void *ud)
+{
+    if (s_elicited(call, "answer", "text")) {
+        s_reply_text(call, "thanks");
+        return;
+    }
+    mcp_call_input_required(call, s_requests("answer", s_elicit_req("Say something", "text", "string"), NULL, NULL,
+                                             NULL, NULL), NULL);
+}
+
+static void s_missing_capability(mcp_call_t *call, json_object *args, void *ud)
+{
+    if (!mcp_call_client_has(call, "sampling")) {
+        mcp_call_error_capability(call, "sampling");
+        return;
+    }
+    s_reply_text(call, "sampling declared");
+}
+
+static void s_ir_prompt(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *ctx = s_elicited(call, "user_context", "context");
+    if (!ctx) {
+        mcp_call_input_required(call, s_requests("user_context", s_elicit_req("What context should the prompt use?",
+                                                                              "context", "string"), NULL, NULL, NULL,
+                                                 NULL), NULL);
+        return;
+    }
+    json_object *msg = s_parse("{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"\"}}"), *content = NULL;
+    json_object_object_get_ex(msg, "content", &content);
+    char *t = xasprintf("Use this context: %s", ctx);
+    json_object_object_add(content, "text", json_object_new_string(t));
+    free(t);
+    json_object *msgs = json_object_new_array();
+    json_object_array_add(msgs, msg);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "messages", msgs);
+    mcp_call_reply(call, res);
+}
+
 #define NO_ARGS "{\"type\":\"object\",\"properties\":{}}"
 
 static void s_tools(mcp_server_t *srv)
@@ -301,6 +520,23 @@ static void s_tools(mcp_server_t *srv)
          "\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"}},"
          "\"additionalProperties\":false}",
          s_schema_2020},
+        {"test_input_required_result_elicitation", "Asks the user's name through an input-required result", NO_ARGS,
+         s_ir_elicitation},
+        {"test_input_required_result_sampling", "Asks the client's LLM a question through an input-required result",
+         NO_ARGS, s_ir_sampling},
+        {"test_input_required_result_list_roots", "Asks the client's roots through an input-required result", NO_ARGS,
+         s_ir_roots},
+        {"test_input_required_result_request_state", "Round-trips a sealed requestState", NO_ARGS, s_ir_request_state},
+        {"test_input_required_result_multi_round", "Three rounds with an evolving requestState", NO_ARGS,
+         s_ir_multi_round},
+        {"test_input_required_result_multiple_inputs", "Three input requests at once", NO_ARGS, s_ir_multiple},
+        {"test_input_required_result_tampered_state", "Refuses an altered requestState", NO_ARGS, s_ir_tampered},
+        {"test_input_required_result_capabilities", "Asks only for what the client declared", NO_ARGS,
+         s_ir_capabilities},
+        {"test_streaming_elicitation", "Needs elicitation: answers input-required", NO_ARGS, s_streaming_elicitation},
+        {"test_missing_capability", "Needs the client's sampling capability", NO_ARGS, s_missing_capability},
+        {"test_logging_tool", "Emits log messages (only at the level the request asks for)", NO_ARGS,
+         s_logging_tool},
     };
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
         mcp_tool_t t = {.name = tools[i].name, .description = tools[i].description, .input_schema = tools[i].schema,
@@ -446,6 +682,8 @@ static void s_prompts(mcp_server_t *srv)
                           s_prompt_resource, NULL);
     mcp_server_add_prompt(srv, "test_prompt_with_image", "Prompt With Image", "A prompt that includes image content",
                           NULL, s_prompt_image, NULL);
+    mcp_server_add_prompt(srv, "test_input_required_result_prompt", "Prompt Needing Input",
+                          "A prompt that asks the user for context first", NULL, s_ir_prompt, NULL);
     mcp_server_set_completion(srv, s_complete, NULL);
 }
 
