@@ -312,6 +312,15 @@ static void s_discover(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
     json_object *r = NULL;
     if (json_object_object_get_ex(caps, "resources", &r))
         json_object_object_add(r, "subscribe", json_object_new_boolean(false));
+    /* prompts/list is always served (an empty list when none are
+     * registered), so the capability that names it is declared here: a
+     * modern client reads the handlers' presence from discover. The legacy
+     * initialize keeps its own (unchanged) answer. */
+    if (!json_object_object_get_ex(caps, "prompts", NULL)) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "listChanged", json_object_new_boolean(false));
+        json_object_object_add(caps, "prompts", p);
+    }
     json_object_object_add(res, "capabilities", caps);
     if (self->server->instructions)
         json_object_object_add(res, "instructions", json_object_new_string(self->server->instructions));
@@ -383,7 +392,7 @@ static void s_handle_modern(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
         s_discover(self, m, origin);
         return;
     }
-    if (gone || !s_known_method(self, method) || strcmp(method, "logging/setLevel") == 0) {
+    if (gone || !s_known_method(self, method)) {
         char msg[200];
         snprintf(msg, sizeof msg, "Method not found: %.120s", gone && s_has_nul(method, m->method_len) ? "(NUL)" : method);
         s_modern_error(self, m, origin, JSONRPC_METHOD_NOT_FOUND, msg, NULL, MCP_REJECT_NOT_FOUND);

