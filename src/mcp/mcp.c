@@ -42,6 +42,7 @@ mcp_server_t *mcp_server_new(const char *name, const char *version, const char *
     self->instructions = xstrdup(instructions);
     randombytes_buf(self->state_key, sizeof self->state_key);
     mcp_features_register(self, &self->features);
+    mcp_tasks_register(self);
     return self;
 }
 
@@ -62,6 +63,7 @@ void mcp_server_destroy(mcp_server_t **self_p)
         free(self->methods[i].method);
     free(self->methods);
     json_object_put(self->tools_list);
+    json_object_put(self->tools_list_modern);
     mcp_features_free(&self->features);
     sodium_memzero(self->state_key, sizeof self->state_key);
     free(self->name);
@@ -88,6 +90,8 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
     t->schema = schema;
     json_object_put(self->tools_list);
     self->tools_list = NULL;
+    json_object_put(self->tools_list_modern);
+    self->tools_list_modern = NULL;
 }
 
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud)
@@ -144,6 +148,33 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
     return json_object_get(res);
 }
 
+/* The modern tools/list: the legacy one plus execution.taskSupport for the
+ * tools that run as tasks (the legacy answer stays byte-identical). */
+json_object *mcp_server_tools_list_modern(mcp_server_t *self)
+{
+    if (self->tools_list_modern)
+        return json_object_get(self->tools_list_modern);
+    static const char *support[] = {"forbidden", "optional", "required"};
+    json_object *legacy = mcp_server_tools_list(self), *tools = NULL;
+    json_object_object_get_ex(legacy, "tools", &tools);
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < self->ntools; i++) {
+        json_object *o = json_object_new_object();
+        json_object_object_foreach(json_object_array_get_idx(tools, i), k, v) json_object_object_add(o, k, json_object_get(v));
+        if (self->tools[i].tool.task_support != MCP_TASK_NEVER) {
+            json_object *ex = json_object_new_object();
+            json_object_object_add(ex, "taskSupport", json_object_new_string(support[self->tools[i].tool.task_support]));
+            json_object_object_add(o, "execution", ex);
+        }
+        json_object_array_add(arr, o);
+    }
+    json_object_put(legacy);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "tools", arr);
+    self->tools_list_modern = res;
+    return json_object_get(res);
+}
+
 /* Every capability the server announces, computed here and only here: what
  * was registered (tools, resources, prompts, completion) decides. */
 json_object *mcp_server_capabilities(mcp_server_t *self)
@@ -192,6 +223,8 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
 void mcp_call_free(mcp_call_t *call)
 {
     mcp_session_t *s = call->session;
+    if (call->task && call->task->call == call)
+        call->task->call = NULL;
     /* Unlink. */
     for (mcp_call_t **pp = &s->calls; *pp; pp = &(*pp)->next) {
         if (*pp == call) {
@@ -218,6 +251,7 @@ void mcp_call_free(mcp_call_t *call)
     json_object_put(call->progress_token);
     json_object_put(call->client_caps);
     json_object_put(call->input_responses);
+    json_object_put(call->args);
     free(call->request_state);
     free(call->name);
     free(call->method);
@@ -262,6 +296,7 @@ void mcp_session_destroy(mcp_session_t **self_p)
         }
     }
     mcp_features_session_free(self);
+    mcp_tasks_session_free(self);
     json_object_put(self->client_caps);
     free(self);
     *self_p = NULL;
@@ -406,6 +441,11 @@ mcp_session_t *mcp_call_session(const mcp_call_t *call)
     return call->session;
 }
 
+bool mcp_call_is_task(const mcp_call_t *call)
+{
+    return call->task != NULL;
+}
+
 bool mcp_call_modern(const mcp_call_t *call)
 {
     return call->modern;
@@ -441,6 +481,10 @@ void mcp_call_input_required(mcp_call_t *call, json_object *input_requests, cons
         mcp_call_error(call, JSONRPC_INTERNAL_ERROR, "Internal error: this request cannot ask the client for input");
         return;
     }
+    if (call->task) {
+        mcp_tasks_input(call, input_requests, state);
+        return;
+    }
     json_object *res = json_object_new_object();
     json_object_object_add(res, "resultType", json_object_new_string("input_required"));
     if (input_requests)
@@ -471,6 +515,10 @@ static void s_finish(mcp_call_t *call, char *json)
 
 void mcp_call_reply(mcp_call_t *call, json_object *result)
 {
+    if (call->task) {
+        mcp_tasks_settle(call, result, NULL);
+        return;
+    }
     if (call->modern)
         result = mcp_modern_result(call->method, result);
     s_finish(call, jsonrpc_result(call->id, result));
@@ -478,6 +526,13 @@ void mcp_call_reply(mcp_call_t *call, json_object *result)
 
 void mcp_call_error_data(mcp_call_t *call, int code, const char *message, json_object *data)
 {
+    if (call->task) {
+        json_object *e = mcp_error_object(code, message);
+        if (data)
+            json_object_object_add(e, "data", data);
+        mcp_tasks_settle(call, NULL, e);
+        return;
+    }
     if (call->modern && !call->origin_gone && !call->cancelled)
         call->session->reject = mcp_modern_reject(code);
     s_finish(call, jsonrpc_error(call->id, code, message, data));

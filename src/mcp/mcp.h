@@ -93,12 +93,19 @@ typedef void (mcp_prompt_fn)(mcp_call_t *call, json_object *args, void *ud);
 typedef void (mcp_complete_fn)(mcp_call_t *call, json_object *ref, const char *argument, const char *value,
                                json_object *context, void *ud);
 
+/* Whether a tool runs as a task (the tasks extension, 2026-07-28): never,
+ * when the client declares the extension, or only so (-32021 otherwise). */
+typedef enum { MCP_TASK_NEVER = 0, MCP_TASK_OPTIONAL, MCP_TASK_REQUIRED } mcp_task_support_t;
+#define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
+
 typedef struct {
     const char *name;          /* tool name */
     const char *title;         /* optional display name */
     const char *description;   /* one or two sentences for a model */
     const char *input_schema;  /* JSON text of an object schema */
     bool read_only, destructive, idempotent; /* annotations */
+    mcp_task_support_t task_support;         /* modern requests only */
+    bool task_self;  /* the handler decides when the call becomes a task (mcp_call_become_task) */
     mcp_tool_fn *fn;
     void *ud;
 } mcp_tool_t;
@@ -197,6 +204,17 @@ bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin);
 
 mcp_session_t *mcp_call_session(const mcp_call_t *call);
 void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
+/* Whether the call runs as a task (tasks extension): its result is kept for
+ * tasks/get instead of sent, so a handler should not end it early with a
+ * "still running" answer; tasks/cancel arrives as MCP_CANCEL_CLIENT. */
+bool mcp_call_is_task(const mcp_call_t *call);
+/* Turns a modern tools/call in progress into a task, when the request
+ * declared the tasks extension and the tool supports tasks: the client gets
+ * a CreateTaskResult now, and whatever finishes the call later goes to the
+ * task. False otherwise: nothing changes, except when the server's task
+ * table is full of unfinished tasks, where the request was answered with an
+ * error and whatever the call sends later is dropped. */
+bool mcp_call_become_task(mcp_call_t *call);
 /* Whether the request came in the modern revision (2026-07-28). */
 bool mcp_call_modern(const mcp_call_t *call);
 /* Whether the client declared a capability for this request: its _meta's

@@ -96,6 +96,24 @@ static mcp_call_t *s_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *or
     return call;
 }
 
+mcp_call_t *mcp_call_new_internal(mcp_session_t *self, const char *method, const char *tool, json_object *caps)
+{
+    mcp_call_t *call = xcalloc(1, sizeof *call);
+    call->session = self;
+    call->id = json_object_new_string("internal");
+    call->method = xstrdup(method);
+    call->tool = xstrdup(tool);
+    call->name = xstrdup(tool);
+    call->origin_gone = true; /* nothing of it goes on the wire */
+    call->modern = true;
+    call->log_level = -1;
+    call->client_caps = json_object_get(caps);
+    call->next = self->calls;
+    self->calls = call;
+    self->ncalls++;
+    return call;
+}
+
 static mcp_call_t *s_find_call(mcp_session_t *self, json_object *id)
 {
     for (mcp_call_t *c = self->calls; c; c = c->next)
@@ -109,6 +127,38 @@ static mcp_call_t *s_find_call(mcp_session_t *self, json_object *id)
 static bool s_has_nul(const char *s, size_t len)
 {
     return strlen(s) != len;
+}
+
+static void s_modern_error(mcp_session_t *self, jsonrpc_msg_t *m, void *origin, int code, const char *msg,
+                           json_object *data, mcp_reject_t reject);
+
+/* A modern tools/call of a tool that runs as a task: true when answered
+ * here (a task, or -32021 for a tool that needs the extension the request
+ * does not declare). Arguments that break the schema go the usual way. */
+static bool s_tasks_route(mcp_session_t *self, jsonrpc_msg_t *m, void *origin, mcp_tool_entry_t *tool,
+                          json_object *args)
+{
+    bool declared = mcp_tasks_declared(s_modern_pending.caps);
+    if (tool->tool.task_support == MCP_TASK_REQUIRED && !declared) {
+        json_object *ext = json_object_new_object();
+        json_object_object_add(ext, MCP_EXT_TASKS, json_object_new_object());
+        json_object *req = json_object_new_object();
+        json_object_object_add(req, "extensions", ext);
+        json_object *data = json_object_new_object();
+        json_object_object_add(data, "requiredCapabilities", req);
+        s_modern_error(self, m, origin, MCP_ERR_MISSING_CAPABILITY,
+                       "Missing required client capability: extensions." MCP_EXT_TASKS, data, MCP_REJECT_BAD_REQUEST);
+        return true;
+    }
+    if (tool->tool.task_support == MCP_TASK_NEVER || !declared || tool->tool.task_self)
+        return false;
+    json_object *clean = NULL;
+    char err[512];
+    if (schema_apply(tool->schema, args, &clean, err, sizeof err) < 0)
+        return false;
+    mcp_tasks_start(self, m->id, origin, tool, clean, s_modern_pending.caps);
+    json_object_put(clean);
+    return true;
 }
 
 static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
@@ -135,6 +185,8 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/call: params.arguments must be an object");
         return;
     }
+    if (s_modern_pending.active && s_tasks_route(self, m, origin, tool, args))
+        return;
     mcp_call_t *call = s_call_create(self, m, origin);
     call->tool = xstrdup(tool->tool.name);
     json_object *clean = NULL;
@@ -147,6 +199,8 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         free(text);
         return;
     }
+    if (call->modern)
+        call->args = json_object_get(clean); /* for mcp_call_become_task */
     tool->tool.fn(call, clean, tool->tool.ud);
     json_object_put(clean);
 }
@@ -321,6 +375,14 @@ static void s_discover(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
         json_object_object_add(p, "listChanged", json_object_new_boolean(false));
         json_object_object_add(caps, "prompts", p);
     }
+    for (size_t i = 0; i < self->server->ntools; i++) {
+        if (self->server->tools[i].tool.task_support != MCP_TASK_NEVER) {
+            json_object *ext = json_object_new_object();
+            json_object_object_add(ext, MCP_EXT_TASKS, json_object_new_object());
+            json_object_object_add(caps, "extensions", ext);
+            break;
+        }
+    }
     json_object_object_add(res, "capabilities", caps);
     if (self->server->instructions)
         json_object_object_add(res, "instructions", json_object_new_string(self->server->instructions));
@@ -442,7 +504,7 @@ static void s_handle_modern(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
             !json_object_is_type(cursor, json_type_null))
             s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS, "tools/list: invalid cursor", NULL, MCP_REJECT_NONE);
         else
-            s_reply(self, m->id, origin, mcp_modern_result(method, mcp_server_tools_list(self->server)));
+            s_reply(self, m->id, origin, mcp_modern_result(method, mcp_server_tools_list_modern(self->server)));
     } else {
         mcp_method_entry_t *custom = mcp_server_find_method(self->server, method);
         mcp_call_t *call = s_call_create(self, m, origin);

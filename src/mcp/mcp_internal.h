@@ -36,6 +36,24 @@ typedef struct {
     bool subscriptions;
 } mcp_features_t;
 
+/* A task (tasks extension): a tools/call whose result is kept for
+ * tasks/get. Owned by the session that created it. */
+typedef struct mcp_task {
+    char id[33];                  /* 128 random bits, hex */
+    const char *status;           /* static: working, input_required, completed, failed, cancelled */
+    int64_t created_ms, updated_ms; /* wall clock */
+    json_object *result;          /* owned: completed */
+    json_object *error;           /* owned: failed */
+    json_object *input_requests;  /* owned: still unanswered (input_required) */
+    json_object *responses;       /* owned: answers gathered for the next round */
+    char *state;                  /* owned: the handler's state for the next round, or NULL */
+    char *tool;                   /* owned */
+    json_object *args;            /* owned: the validated arguments, for each round */
+    json_object *caps;            /* owned: the creating request's client capabilities */
+    mcp_call_t *call;             /* borrowed: the round running now, or NULL */
+    struct mcp_task *next;
+} mcp_task_t;
+
 typedef struct {
     mcp_tool_t tool;      /* strings owned */
     json_object *schema;  /* owned, parsed input_schema */
@@ -54,6 +72,7 @@ struct mcp_server {
     mcp_method_entry_t *methods;          /* owned array */
     size_t nmethods;
     json_object *tools_list;              /* owned cache of the tools/list result */
+    json_object *tools_list_modern;       /* owned cache: with execution.taskSupport */
     mcp_features_t features;              /* resources, prompts, completion */
     mcp_session_t *sessions;              /* borrowed list of live sessions */
     unsigned char state_key[32];          /* seals requestState (random per process) */
@@ -78,6 +97,8 @@ struct mcp_call {
     json_object *input_responses; /* modern: owned params.inputResponses, or NULL */
     char *request_state;          /* modern: owned verified requestState payload, or NULL */
     char *name;                   /* modern: owned params.name / params.uri (what requestState is bound to) */
+    mcp_task_t *task;             /* borrowed: the task this call is a round of, or NULL */
+    json_object *args;            /* modern tools/call: owned validated arguments */
     mcp_call_t *next;
 };
 
@@ -111,6 +132,8 @@ struct mcp_session {
     bool stateless;               /* modern requests only (mcp_session_set_stateless) */
     bool modern_seen;             /* a modern request came before any initialize */
     mcp_reject_t reject;          /* see mcp_session_take_reject */
+    mcp_task_t *tasks;            /* owned list, newest first */
+    size_t ntasks;
     mcp_session_t *next_in_server;
 };
 
@@ -138,6 +161,24 @@ mcp_reject_t mcp_modern_reject(int code);
 char *mcp_state_seal(const mcp_server_t *srv, const char *method, const char *name, const char *payload, long expiry);
 /* The payload of a valid, unexpired token for method and name, or NULL. */
 char *mcp_state_open(const mcp_server_t *srv, const char *method, const char *name, const char *token, long now);
+
+/* mcp_tasks.c: the tasks extension over the method table. */
+void mcp_tasks_register(mcp_server_t *srv);
+/* Whether the client capabilities (object or NULL) declare the extension. */
+bool mcp_tasks_declared(json_object *caps);
+/* Starts tools/call of tool as a task on session s: answers the request
+ * (id, origin) with a CreateTaskResult. args borrowed. The call made for
+ * each round gets caps (borrowed) as its client capabilities. */
+void mcp_tasks_start(mcp_session_t *s, json_object *id, void *origin, mcp_tool_entry_t *tool, json_object *args,
+                     json_object *caps);
+/* A round's finishers: the result or error goes to the task. */
+void mcp_tasks_settle(mcp_call_t *call, json_object *result, json_object *error);
+/* The round asked for input: the task waits in input_required. */
+void mcp_tasks_input(mcp_call_t *call, json_object *input_requests, const char *state);
+json_object *mcp_server_tools_list_modern(mcp_server_t *self);
+void mcp_tasks_session_free(mcp_session_t *s);
+/* s_call_create for internal calls (mcp_dispatch.c). */
+mcp_call_t *mcp_call_new_internal(mcp_session_t *self, const char *method, const char *tool, json_object *caps);
 
 /* mcp_features.c: a client of the server's public method table. */
 /* Registers the resources, prompts and completion methods over f (the

@@ -485,7 +485,122 @@ static void s_ir_prompt(mcp_call_t *call, json_object *args, void *ud)
     mcp_call_reply(call, res);
 }
 
+/* ------------------------------------------------ tasks extension fixtures
+ * (the tasks-* scenarios, SEP-2663). */
+
+typedef struct {
+    mcp_call_t *call;
+    uint64_t timer;
+    bool fail;          /* end with a tool error instead of a result */
+} s_delay_t;
+
+static void s_delay_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+{
+    s_delay_t *d = ud;
+    loop_timer_cancel(s_loop, d->timer);
+    free(d);
+}
+
+static void s_delay_fire(loop_t *loop, void *ud)
+{
+    s_delay_t *d = ud;
+    mcp_call_on_cancel(d->call, NULL, NULL);
+    if (d->fail)
+        mcp_call_text(d->call, "failing_job: the job failed", true);
+    else
+        mcp_call_text(d->call, "slow_compute: done", false);
+    free(d);
+}
+
+static void s_delay(mcp_call_t *call, double seconds, bool fail)
+{
+    s_delay_t *d = xcalloc(1, sizeof *d);
+    d->call = call;
+    d->fail = fail;
+    mcp_call_on_cancel(call, s_delay_cancel, d);
+    d->timer = loop_timer(s_loop, (int64_t)(seconds * 1000), s_delay_fire, d);
+}
+
+static void s_greet(mcp_call_t *call, json_object *args, void *ud)
+{
+    json_object *name = NULL;
+    json_object_object_get_ex(args, "name", &name);
+    char *t = xasprintf("Hello, %s!", name ? json_object_get_string(name) : "World");
+    s_reply_text(call, t);
+    free(t);
+}
+
+static void s_slow_compute(mcp_call_t *call, json_object *args, void *ud)
+{
+    json_object *sec = NULL;
+    double seconds = json_object_object_get_ex(args, "seconds", &sec) ? json_object_get_double(sec) : 1;
+    if (!(seconds >= 0 && seconds <= 60))
+        seconds = 1;
+    s_delay(call, seconds, false);
+}
+
+static void s_failing_job(mcp_call_t *call, json_object *args, void *ud)
+{
+    s_delay(call, 0.2, true);
+}
+
+static void s_protocol_error_job(mcp_call_t *call, json_object *args, void *ud)
+{
+    mcp_call_error(call, JSONRPC_INTERNAL_ERROR, "protocol_error_job: internal failure");
+}
+
+static void s_confirm_delete(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *ok = s_elicited(call, "confirm", "confirm");
+    if (!s_response(call, "confirm")) {
+        mcp_call_input_required(call, s_requests("confirm", s_elicit_req("Delete the file?", "confirm", "boolean"),
+                                                 NULL, NULL, NULL, NULL), NULL);
+        return;
+    }
+    s_reply_text(call, ok && strcmp(ok, "true") == 0 ? "deleted" : "kept");
+}
+
+/* tasks-mrtr-composition: a multi-round request first, then a task. */
+static void s_tool_with_task(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *name = s_elicited(call, "user_name", "name");
+    if (!name) {
+        mcp_call_input_required(call, s_requests("user_name", s_elicit_req("What is your name?", "name", "string"),
+                                                 NULL, NULL, NULL, NULL), NULL);
+        return;
+    }
+    char *t = xasprintf("Hello, %s (from a task)", name);
+    mcp_call_become_task(call);
+    s_reply_text(call, t);
+    free(t);
+}
+
+static void s_multi_input(mcp_call_t *call, json_object *args, void *ud)
+{
+    const char *a = s_elicited(call, "first", "value"), *b = s_elicited(call, "second", "value");
+    if (!s_response(call, "first") || !s_response(call, "second")) {
+        mcp_call_input_required(call, s_requests("first", s_elicit_req("First value?", "value", "string"), "second",
+                                                 s_elicit_req("Second value?", "value", "string"), NULL, NULL), NULL);
+        return;
+    }
+    char *t = xasprintf("got %s and %s", a ? a : "?", b ? b : "?");
+    s_reply_text(call, t);
+    free(t);
+}
+
 #define NO_ARGS "{\"type\":\"object\",\"properties\":{}}"
+
+/* The tools the tasks-* scenarios expect to run as tasks. */
+static mcp_task_support_t s_task_support(const char *name)
+{
+    if (strcmp(name, "failing_job") == 0 || strcmp(name, "test_tool_with_task") == 0)
+        return MCP_TASK_REQUIRED;
+    static const char *optional[] = {"slow_compute", "protocol_error_job", "confirm_delete", "multi_input"};
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+        if (strcmp(name, optional[i]) == 0)
+            return MCP_TASK_OPTIONAL;
+    return MCP_TASK_NEVER;
+}
 
 static void s_tools(mcp_server_t *srv)
 {
@@ -537,10 +652,21 @@ static void s_tools(mcp_server_t *srv)
         {"test_missing_capability", "Needs the client's sampling capability", NO_ARGS, s_missing_capability},
         {"test_logging_tool", "Emits log messages (only at the level the request asks for)", NO_ARGS,
          s_logging_tool},
+        {"greet", "Says hello (never a task)",
+         "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}", s_greet},
+        {"slow_compute", "Sleeps `seconds` then answers (a task when the client takes tasks)",
+         "{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":\"number\"},\"label\":{\"type\":\"string\"}}}",
+         s_slow_compute},
+        {"failing_job", "Ends with a tool error (tasks only)", NO_ARGS, s_failing_job},
+        {"protocol_error_job", "Ends with a protocol error", NO_ARGS, s_protocol_error_job},
+        {"confirm_delete", "Asks for a confirmation, then answers", NO_ARGS, s_confirm_delete},
+        {"multi_input", "Asks two questions at once", NO_ARGS, s_multi_input},
+        {"test_tool_with_task", "Asks a name, then becomes a task", NO_ARGS, s_tool_with_task},
     };
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
         mcp_tool_t t = {.name = tools[i].name, .description = tools[i].description, .input_schema = tools[i].schema,
-                        .fn = tools[i].fn};
+                        .fn = tools[i].fn, .task_support = s_task_support(tools[i].name),
+                        .task_self = strcmp(tools[i].name, "test_tool_with_task") == 0};
         mcp_server_add_tool(srv, &t);
     }
 }

@@ -36,6 +36,12 @@ const MODERN_NO_FIXTURES = ['tools-list', 'resources-list', 'caching', 'sep-2164
   'http-header-validation', 'dns-rebinding-protection', 'server-sse-multiple-streams',
   'input-required-result-unsupported-methods', 'input-required-result-validate-input'];
 
+// The tasks extension (io.modelcontextprotocol/tasks): not scored by
+// --requirements, gated here one by one.
+const TASKS = ['tasks-lifecycle', 'tasks-capability-negotiation', 'tasks-wire-fields', 'tasks-request-state-removal',
+  'tasks-mrtr-input', 'tasks-request-headers', 'tasks-dispatch-and-envelope', 'tasks-status-notifications',
+  'tasks-required-task-error', 'tasks-mrtr-composition'];
+
 const WRAPPER = (process.env.RAT_PY_WRAPPER ?? '').split(/\s+/).filter(Boolean);
 
 function startServer(cmd, args) {
@@ -97,6 +103,9 @@ try {
     ok = await suite(`conformance 0.2.0-alpha.12 ${sc} vs rat-py --http`, alpha, ['--url', rat.url, '--scenario', sc]) && ok;
   ok = await suite('conformance 0.2.0-alpha.12 --requirements 2026-07-28 vs conformance_server', alpha,
     ['--url', fixtures.url, '--requirements', '2026-07-28']) && ok;
+  for (const sc of TASKS)
+    ok = await suite(`conformance 0.2.0-alpha.12 ${sc} (tasks extension) vs conformance_server`, alpha,
+      ['--url', fixtures.url, '--scenario', sc]) && ok; // (--spec-version would skip an extension scenario)
   for (const sc of MODERN_NO_FIXTURES)
     ok = await suite(`conformance 0.2.0-alpha.12 ${sc} (2026-07-28) vs rat-py --http`, alpha,
       ['--url', rat.url, '--scenario', sc, '--spec-version', '2026-07-28']) && ok;

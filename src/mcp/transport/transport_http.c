@@ -143,6 +143,9 @@ static json_object *s_name_source(jsonrpc_msg_t *m)
         key = "name";
     else if (strcmp(m->method, "resources/read") == 0)
         key = "uri";
+    else if (strcmp(m->method, "tasks/get") == 0 || strcmp(m->method, "tasks/update") == 0 ||
+             strcmp(m->method, "tasks/cancel") == 0)
+        key = "taskId"; /* SEP-2663 "Routing Headers" */
     json_object *v = NULL;
     if (key && m->params && json_object_is_type(m->params, json_type_object) &&
         json_object_object_get_ex(m->params, key, &v) && json_object_is_type(v, json_type_string))
