@@ -280,6 +280,10 @@ static void s_on_wait(loop_t *loop, void *ud)
     s_follow_t *f = ud;
     f->wait_timer = 0;
     s_flush(f);
+    /* A client that takes tasks (2026-07-28) gets one instead of "running":
+     * the run goes on and its result waits for tasks/get. */
+    if (mcp_call_become_task(f->call))
+        return;
     runtime_exec_t *ex = f->ex;
     buf_t b;
     buf_init(&b, 0);
@@ -345,7 +349,8 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
         return;
     }
     runtime_exec_observe(ex, &s_observer, f);
-    f->wait_timer = loop_timer(ctx->loop, (int64_t)(wait_s * 1000.0), s_on_wait, f);
+    if (!mcp_call_is_task(call)) /* a task's round follows the run to its end */
+        f->wait_timer = loop_timer(ctx->loop, (int64_t)(wait_s * 1000.0), s_on_wait, f);
     if (mcp_call_wants_progress(call))
         f->keepalive_timer = loop_timer(ctx->loop, KEEPALIVE_MS, s_keepalive, f);
 }
@@ -500,6 +505,8 @@ void tool_run_describe(mcp_tool_t *out)
                        "prompt when called with `input` (and `code` empty).",
         .input_schema = s_schema,
         .destructive = true,
+        .task_support = MCP_TASK_OPTIONAL, /* a run outliving `wait` becomes a task (doc/mcp.md) */
+        .task_self = true,
     };
 }
 

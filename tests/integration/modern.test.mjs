@@ -185,3 +185,94 @@ test('Inspector 2 CLI --protocol-era modern over HTTP: state kept between its co
     await srv.stop();
   }
 });
+
+// Long runs as tasks (io.modelcontextprotocol/tasks): a run that outlives
+// `wait` becomes a task for a client that declares the extension.
+const TASKS_META = (caps = {}) => ({ 'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} }, ...caps } });
+
+/** A modern request over stdio (rawServer) or HTTP (url), answered by its result or error. */
+function requester(target) {
+  let id = 100;
+  return async (method, params = {}, caps = {}) => {
+    const msg = { jsonrpc: '2.0', id: ++id, method, params: { ...params, _meta: TASKS_META(caps) } };
+    if (typeof target !== 'string') {
+      target.send(msg);
+      return target.reply(msg.id, ms(60_000));
+    }
+    const name = params.name ?? params.uri ?? params.taskId;
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN, 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) };
+    const res = await fetch(target, { method: 'POST', headers, body: JSON.stringify(msg) });
+    const body = await res.text();
+    if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      const datas = body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+      return datas.find((d) => d.id === msg.id);
+    }
+    return JSON.parse(body);
+  };
+}
+
+async function settle(rq, taskId, want = /completed|failed|cancelled|input_required/) {
+  for (let i = 0; i < 600; i++) {
+    const g = await rq('tasks/get', { taskId });
+    assert.equal(g.result.resultType, 'complete');
+    if (want.test(g.result.status)) return g.result;
+    await new Promise((r) => setTimeout(r, ms(100)));
+  }
+  throw new Error(`task ${taskId} never settled`);
+}
+
+async function taskRuns(rq) {
+  // Short enough: an ordinary result, no task.
+  let r = await rq('tools/call', { name: 'run', arguments: { code: 'print(1)' } });
+  assert.equal(r.result.resultType, 'complete');
+  assert.match(r.result.content[0].text, /^1\n\n✓/);
+  // Longer than wait: a task; tasks/get follows it to its result.
+  r = await rq('tools/call', { name: 'run', arguments: { code: 'import time\ntime.sleep(2)\nprint("done")', wait: 0.2 } });
+  assert.equal(r.result.resultType, 'task');
+  assert.match(r.result.taskId, /^[0-9a-f]{32}$/);
+  const working = await rq('tasks/get', { taskId: r.result.taskId });
+  assert.equal(working.result.status, 'working');
+  let t = await settle(rq, r.result.taskId);
+  assert.equal(t.status, 'completed');
+  assert.match(t.result.content[0].text, /^done\n\n✓ \d/);
+  // input() inside a task: input_required on tasks/get, answered by tasks/update.
+  r = await rq('tools/call', { name: 'run', arguments: { code: 'time.sleep(0.5)\nv = input("V: ")\nprint(int(v) * 2)', wait: 0.1 } },
+    { elicitation: {} });
+  assert.equal(r.result.resultType, 'task');
+  t = await settle(rq, r.result.taskId);
+  assert.equal(t.status, 'input_required');
+  assert.equal(t.inputRequests.input.method, 'elicitation/create');
+  const u = await rq('tasks/update', { taskId: r.result.taskId, inputResponses: { input: { action: 'accept', content: { value: '21' } } } });
+  assert.deepEqual(u.result, { resultType: 'complete' });
+  t = await settle(rq, r.result.taskId, /completed|failed|cancelled/);
+  assert.match(t.result.content[0].text, /^42\n\n✓ /);
+  // tasks/cancel interrupts the run, as ctl cancel does; the kernel is free again.
+  r = await rq('tools/call', { name: 'run', arguments: { code: 'time.sleep(60)', wait: 0.1 } });
+  const c = await rq('tasks/cancel', { taskId: r.result.taskId });
+  assert.deepEqual(c.result, { resultType: 'complete' });
+  assert.equal((await rq('tasks/get', { taskId: r.result.taskId })).result.status, 'cancelled');
+  r = await rq('tools/call', { name: 'run', arguments: { code: 'print("free")', wait: 30 } });
+  assert.match(r.result.content[0].text, /^free\n\n✓/);
+  // Unknown task: -32602.
+  assert.equal((await rq('tasks/get', { taskId: 'f'.repeat(32) })).error.code, -32602);
+}
+
+test('tasks over stdio: a long run becomes a task; get, update (input()), cancel', async () => {
+  const srv = rawServer();
+  try {
+    await taskRuns(requester(srv));
+  } finally {
+    await srv.close();
+  }
+});
+
+test('tasks over HTTP (no session, Mcp-Name = taskId): the same', async () => {
+  const srv = await startHttp();
+  try {
+    await taskRuns(requester(srv.url));
+  } finally {
+    await srv.stop();
+  }
+});
