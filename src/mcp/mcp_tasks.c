@@ -186,6 +186,7 @@ bool mcp_call_become_task(mcp_call_t *call)
     t->call = call;
     call->task = t;
     call->origin_gone = true; /* its messages have nowhere to go now */
+    call->origin = NULL;      /* the stream is answered: a later one may reuse its address */
     return true;
 }
 
