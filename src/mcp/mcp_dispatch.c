@@ -100,7 +100,7 @@ mcp_call_t *mcp_call_new_internal(mcp_session_t *self, const char *method, const
 {
     mcp_call_t *call = xcalloc(1, sizeof *call);
     call->session = self;
-    call->id = json_object_new_string("internal");
+    call->id = NULL; /* no client request: matches no client id (ids are never null) */
     call->method = xstrdup(method);
     call->tool = xstrdup(tool);
     call->name = xstrdup(tool);
@@ -117,7 +117,7 @@ mcp_call_t *mcp_call_new_internal(mcp_session_t *self, const char *method, const
 static mcp_call_t *s_find_call(mcp_session_t *self, json_object *id)
 {
     for (mcp_call_t *c = self->calls; c; c = c->next)
-        if (json_object_equal(c->id, id))
+        if (c->id && json_object_equal(c->id, id)) /* internal calls (tasks) have none */
             return c;
     return NULL;
 }

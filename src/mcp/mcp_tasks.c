@@ -187,6 +187,8 @@ bool mcp_call_become_task(mcp_call_t *call)
     call->task = t;
     call->origin_gone = true; /* its messages have nowhere to go now */
     call->origin = NULL;      /* the stream is answered: a later one may reuse its address */
+    json_object_put(call->id); /* answered too: the client may reuse the id */
+    call->id = NULL;
     return true;
 }
 
