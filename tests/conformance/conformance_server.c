@@ -631,8 +631,14 @@ static void s_tools(mcp_server_t *srv)
          s_elicitation_enums},
         {"json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
          "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\",\"$defs\":{\"address\":"
-         "{\"type\":\"object\",\"properties\":{\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
-         "\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"}},"
+         "{\"$anchor\":\"addressDef\",\"type\":\"object\",\"properties\":{\"street\":{\"type\":\"string\"},"
+         "\"city\":{\"type\":\"string\"}}}},"
+         "\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"},"
+         "\"contactMethod\":{\"type\":\"string\",\"enum\":[\"phone\",\"email\"]},\"phone\":{\"type\":\"string\"},"
+         "\"email\":{\"type\":\"string\"}},"
+         "\"allOf\":[{\"anyOf\":[{\"required\":[\"phone\"]},{\"required\":[\"email\"]}]}],"
+         "\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}},\"required\":[\"contactMethod\"]},"
+         "\"then\":{\"required\":[\"phone\"]},\"else\":{\"required\":[\"email\"]},"
          "\"additionalProperties\":false}",
          s_schema_2020},
         {"test_input_required_result_elicitation", "Asks the user's name through an input-required result", NO_ARGS,
