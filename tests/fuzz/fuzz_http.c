@@ -879,6 +879,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             deferred++;
         s_close(c);
     }
+    /* Modern (2026-07-28) calls belong to no session that ending could
+     * cancel: like a call whose client left without ending its session, one
+     * still kept lasts until it ends (or a keep-alive write fails, seconds
+     * later). End them, so their streams go as the sessions' do. */
+    for (int i = 0; i < KEEP_MAX; i++)
+        if (s_kept[i].call && mcp_call_modern(s_kept[i].call))
+            s_finish(s_kept[i].call, "done");
     if (destroy) {
         transport_http_destroy(&s_http[cfg]);
         s_lingering[cfg] = 0;
