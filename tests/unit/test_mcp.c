@@ -508,6 +508,71 @@ static void test_modern_requests(void)
     mcp_server_destroy(&srv);
 }
 
+static mcp_call_t *s_held;
+static int s_held_cancels;
+
+static void s_held_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
+{
+    s_held_cancels++;
+    s_held = NULL;
+}
+
+/* Becomes a task at once and keeps running (like a run past its wait). */
+static void s_task_tool(mcp_call_t *call, json_object *args, void *ud)
+{
+    CHECK(mcp_call_become_task(call));
+    CHECK(mcp_call_is_task(call));
+    s_held = call;
+    mcp_call_on_cancel(call, s_held_cancel, NULL);
+}
+
+#define TASK_META "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
+                  "\"io.modelcontextprotocol/clientCapabilities\":{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}"
+
+/* A call that became a task answered its request: the client may reuse the
+ * id (a new request is served, notifications/cancelled for it does not reach
+ * the task), and the task's result is what tasks/get inlines. */
+static void test_task_from_call(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
+    mcp_tool_t t = {.name = "long", .description = "Long.", .input_schema = "{\"type\":\"object\"}",
+                    .task_support = MCP_TASK_OPTIONAL, .task_self = true, .fn = s_task_tool};
+    mcp_server_add_tool(srv, &t);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"long\"," TASK_META "}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resultType\":\"task\"") && strstr(sink.msgs[0], "\"id\":7"));
+    json_object *o = json_tokener_parse(sink.msgs[0]), *r = NULL, *tid = NULL;
+    json_object_object_get_ex(o, "result", &r);
+    json_object_object_get_ex(r, "taskId", &tid);
+    char *get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"," TASK_META "}}",
+                          tid ? json_object_get_string(tid) : "");
+    json_object_put(o);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7}}");
+    CHECK_EQ_INT(s_held_cancels, 0);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{" TASK_META "}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"tools\"") != NULL);
+    CHECK(strstr(sink.msgs[0], "\"execution\":{\"taskSupport\":\"optional\"}") != NULL);
+    s_sink_clear(&sink);
+    s_feed(s, get);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"working\""));
+    s_sink_clear(&sink);
+    CHECK(s_held != NULL);
+    if (s_held) {
+        mcp_call_on_cancel(s_held, NULL, NULL);
+        mcp_call_text(s_held, "finished", false);
+        s_held = NULL;
+    }
+    CHECK_EQ_INT(sink.n, 0); /* nothing on the wire: it goes to the task */
+    s_feed(s, get);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"completed\"") && strstr(sink.msgs[0], "\"finished\""));
+    s_sink_clear(&sink);
+    free(get);
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
+}
+
 int main(void)
 {
     RUN_CASE(test_classify);
@@ -518,5 +583,6 @@ int main(void)
     RUN_CASE(test_malformed_replies_become_errors);
     RUN_CASE(test_resource_cursor);
     RUN_CASE(test_modern_requests);
+    RUN_CASE(test_task_from_call);
     return check_report("test_mcp");
 }
