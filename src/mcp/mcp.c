@@ -111,6 +111,12 @@ mcp_method_entry_t *mcp_server_find_method(mcp_server_t *self, const char *metho
     return NULL;
 }
 
+json_object *mcp_server_tool_schema(mcp_server_t *self, const char *name)
+{
+    mcp_tool_entry_t *t = mcp_server_find_tool(self, name);
+    return t ? t->schema : NULL;
+}
+
 mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name)
 {
     for (size_t i = 0; i < self->ntools; i++)

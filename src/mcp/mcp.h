@@ -139,6 +139,9 @@ void mcp_server_set_completion(mcp_server_t *self, mcp_complete_fn *fn, void *ud
  * every session subscribed to uri. */
 void mcp_server_enable_subscriptions(mcp_server_t *self);
 void mcp_server_resource_updated(mcp_server_t *self, const char *uri);
+/* The parsed inputSchema of a registered tool (borrowed; NULL when there is
+ * no such tool): an HTTP transport reads its x-mcp-header annotations. */
+json_object *mcp_server_tool_schema(mcp_server_t *self, const char *name);
 /* Whether `version` is one of the legacy (initialize) versions we speak. */
 bool mcp_protocol_supported(const char *version);
 /* Whether `version` is a modern (per-request _meta) version we serve. */

@@ -658,6 +658,10 @@ static void s_tools(mcp_server_t *srv)
         {"test_missing_capability", "Needs the client's sampling capability", NO_ARGS, s_missing_capability},
         {"test_logging_tool", "Emits log messages (only at the level the request asks for)", NO_ARGS,
          s_logging_tool},
+        {"test_header_param", "Echoes a region that clients mirror into the Mcp-Param-Region header",
+         "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"}},"
+         "\"required\":[\"region\"]}",
+         s_greet},
         {"greet", "Says hello (never a task)",
          "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}", s_greet},
         {"slow_compute", "Sleeps `seconds` then answers (a task when the client takes tasks)",

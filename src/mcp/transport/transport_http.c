@@ -118,7 +118,8 @@ static bool s_header_trim(const char *v, char *out, size_t cap)
 }
 
 /* Whether header value h (trimmed; "=?base64?...?=" decoded) equals the
- * body's string value (len bytes, may hold NULs). */
+ * body's string value (len bytes, may hold NULs). A sentinel whose Base64 is
+ * invalid (characters, padding) matches nothing. */
 static bool s_header_matches(const char *h, const char *value, size_t len)
 {
     static char t[8192], bin[8192];
@@ -151,6 +152,60 @@ static json_object *s_name_source(jsonrpc_msg_t *m)
         json_object_object_get_ex(m->params, key, &v) && json_object_is_type(v, json_type_string))
         return v;
     return NULL;
+}
+
+/* x-mcp-header (streamable-http.mdx "Custom Headers"): every argument whose
+ * schema property (reached through "properties" only) names a header must
+ * come with Mcp-Param-{Name} equal to it; false, with why, otherwise. */
+static bool s_params_match(struct MHD_Connection *c, json_object *schema, json_object *args, int depth,
+                           const char **why)
+{
+    json_object *props = NULL;
+    if (depth > 8 || !schema || !json_object_object_get_ex(schema, "properties", &props) ||
+        !json_object_is_type(props, json_type_object) || !args || !json_object_is_type(args, json_type_object))
+        return true;
+    json_object_object_foreach(props, key, prop)
+    {
+        json_object *value = NULL, *hname = NULL;
+        if (!json_object_object_get_ex(args, key, &value) || !value || json_object_is_type(value, json_type_null))
+            continue; /* absent or null: no header expected */
+        if (!json_object_is_type(prop, json_type_object))
+            continue;
+        if (!json_object_object_get_ex(prop, "x-mcp-header", &hname)) {
+            if (!s_params_match(c, prop, value, depth + 1, why))
+                return false;
+            continue;
+        }
+        if (!json_object_is_type(hname, json_type_string) || json_object_get_string_len(hname) > 100)
+            continue;
+        char name[128];
+        snprintf(name, sizeof name, "Mcp-Param-%s", json_object_get_string(hname));
+        const char *h = http_header(c, name);
+        if (!h) {
+            *why = "Header mismatch: an Mcp-Param header the tool's x-mcp-header names is missing";
+            return false;
+        }
+        char text[64];
+        const char *v = NULL;
+        size_t vlen = 0;
+        if (json_object_is_type(value, json_type_string)) {
+            v = json_object_get_string(value);
+            vlen = (size_t)json_object_get_string_len(value);
+        } else if (json_object_is_type(value, json_type_int)) {
+            vlen = (size_t)snprintf(text, sizeof text, "%lld", (long long)json_object_get_int64(value));
+            v = text;
+        } else if (json_object_is_type(value, json_type_boolean)) {
+            v = json_object_get_boolean(value) ? "true" : "false";
+            vlen = strlen(v);
+        } else {
+            continue; /* not a type x-mcp-header may annotate */
+        }
+        if (!s_header_matches(h, v, vlen)) {
+            *why = "Header mismatch: an Mcp-Param header does not match its argument";
+            return false;
+        }
+    }
+    return true;
 }
 
 /* A modern (2026-07-28) POST: no session; the headers must agree with the
@@ -188,6 +243,11 @@ static enum MHD_Result s_handle_modern_post(transport_http_t *self, struct MHD_C
         return s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m->id, MCP_ERR_HEADER_MISMATCH,
                           hn ? "Header mismatch: Mcp-Name does not match the body's name or uri"
                              : "Header mismatch: the Mcp-Name header is missing");
+    json_object *args = NULL;
+    const char *why = NULL;
+    if (name && strcmp(m->method, "tools/call") == 0 && json_object_object_get_ex(m->params, "arguments", &args) &&
+        !s_params_match(c, mcp_server_tool_schema(self->server, json_object_get_string(name)), args, 0, &why))
+        return s_error_id(self, c, MHD_HTTP_BAD_REQUEST, m->id, MCP_ERR_HEADER_MISMATCH, why);
     http_session_t *sess = self->stateless;
     http_stream_t *s = http_stream_new(self, sess, c, false);
     req->stream = s;
