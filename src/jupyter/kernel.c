@@ -33,6 +33,7 @@
  * loop that runs the code, so their silence then means nothing. */
 #define HB_DEAD_MS 10000
 #define PORT_RETRIES 3
+#define GW_POLL_MS 5000
 #define LOG_TRIM_BYTES (16L << 20)
 
 struct kernel {
@@ -81,6 +82,7 @@ struct kernel {
     bool remote_owned;            /* we started it: delete it when done */
     gateway_req_t *gw_req;        /* the POST /api/kernels in flight */
     gateway_req_t *gw_check;      /* the GET /api/kernels/{id} in flight */
+    uint64_t gw_poll_timer;
 };
 
 static int s_launch(kernel_t *self, char *err, size_t errlen);
@@ -221,7 +223,8 @@ static void s_die(kernel_t *self, char *why /* consumed */)
     loop_timer_cancel(self->loop, self->nudge_timer);
     loop_timer_cancel(self->loop, self->boot_timer);
     loop_timer_cancel(self->loop, self->hb_dead_timer);
-    self->nudge_timer = self->boot_timer = self->hb_dead_timer = 0;
+    loop_timer_cancel(self->loop, self->gw_poll_timer);
+    self->nudge_timer = self->boot_timer = self->hb_dead_timer = self->gw_poll_timer = 0;
     if (self->conn)
         kernel_conn_heartbeat(self->conn, 0, 0);
     free(self->dead_why);
@@ -334,21 +337,45 @@ static void s_gw_checked(void *ud, long status, const char *body, size_t len, co
 {
     kernel_t *self = ud;
     self->gw_check = NULL;
-    if (self->hb_ok || self->state == KERNEL_DEAD)
+    if (self->state == KERNEL_DEAD)
         return;
+    if (status == 404) {
+        s_die(self, xasprintf("the kernel %s is gone from the gateway (deleted, culled by the gateway's idle "
+                              "culler, or the gateway restarted)",
+                              self->remote_id));
+        return;
+    }
+    if (self->hb_ok)
+        return; /* the periodic look: only a 404 matters */
     if (status == 200) {
         /* It is there; the connection keeps trying. Look again later. */
         log_info("the gateway still has kernel %s; reconnecting", self->remote_id);
         return;
     }
-    if (status == 404)
-        s_die(self, xasprintf("the kernel %s is gone from the gateway (deleted, culled by the gateway's idle "
-                              "culler, or the gateway restarted)",
-                              self->remote_id));
-    else if (err)
+    if (err)
         s_die(self, xasprintf("the kernel's WebSocket has been down for %d s and %s", HB_DEAD_MS / 1000, err));
     else
         s_die(self, gateway_http_error(self->gw, "the kernel's WebSocket is down", status, body));
+}
+
+static void s_gw_check(kernel_t *self)
+{
+    if (!self->gw_check && self->remote_id) {
+        char *path = xasprintf("/api/kernels/%s", self->remote_id);
+        self->gw_check = gateway_request(self->gw, "GET", path, NULL, HB_DEAD_MS / 2, s_gw_checked, self);
+        free(path);
+    }
+}
+
+/* A Jupyter Server keeps the WebSocket of a kernel deleted behind our back
+ * open (and answers its pings), so nothing on the channels says it is gone:
+ * ask the REST API every GW_POLL_MS. */
+static void s_gw_poll(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->gw_poll_timer = loop_timer(loop, GW_POLL_MS, s_gw_poll, self);
+    if (self->state == KERNEL_READY)
+        s_gw_check(self);
 }
 
 static void s_hb_dead(loop_t *loop, void *ud)
@@ -359,11 +386,7 @@ static void s_hb_dead(loop_t *loop, void *ud)
         return;
     if (self->gw) {
         self->hb_dead_timer = loop_timer(loop, HB_DEAD_MS, s_hb_dead, self);
-        if (!self->gw_check && self->remote_id) {
-            char *path = xasprintf("/api/kernels/%s", self->remote_id);
-            self->gw_check = gateway_request(self->gw, "GET", path, NULL, HB_DEAD_MS / 2, s_gw_checked, self);
-            free(path);
-        }
+        s_gw_check(self);
         return;
     }
     if (self->busy && !s_hb_while_busy(self)) {
@@ -714,6 +737,7 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const k
         self->gw = o->gateway;
         if (s_gw_start(self, o, err, errlen) < 0)
             goto fail;
+        self->gw_poll_timer = loop_timer(loop, GW_POLL_MS, s_gw_poll, self);
     } else if (o->existing) {
         self->conn_path = xstrdup(o->existing);
         if (connfile_read(o->existing, &self->ci, err, errlen) < 0)
@@ -783,6 +807,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->event_timer);
     loop_timer_cancel(self->loop, self->trim_timer);
     loop_timer_cancel(self->loop, self->hb_dead_timer);
+    loop_timer_cancel(self->loop, self->gw_poll_timer);
     if (self->proc && !kernel_proc_exited(self->proc) && self->conn && grace_ms > 0 &&
         self->state == KERNEL_READY) {
         /* Ask politely first: ipykernel then cleans up its own children. */
