@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -238,4 +238,36 @@ test('rat-py kernels --gateway lists the server\'s kernelspecs', () => {
   const bad = spawnSync(RAT, ['kernels', '--gateway', server.url, '--gateway-token', 'nope'], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /refused the token \(HTTP 40[13]/);
+});
+
+test('rat-py doctor --gateway checks the server, the token and the kernelspec there', () => {
+  const r = spawnSync(RAT, ['doctor', ...gw()], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, new RegExp(`^✓ gateway: ${server.url} answers with the token, kernelspec python3 there \\(\\d+ kernelspecs, \\d+ ms\\)$`, 'm'));
+  assert.match(r.stdout, /^✓ run round trip: \d+ ms/m);
+  const bad = spawnSync(RAT, ['doctor', '--gateway', server.url, '--gateway-token', 'nope'], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(bad.status, 1);
+  assert.match(bad.stdout, /^✗ gateway: GET \/api\/kernelspecs: the gateway at .* refused the token \(HTTP 40[13]/m);
+  const missing = spawnSync(RAT, ['doctor', ...gw(['--kernel', 'nosuch'])], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(missing.status, 1);
+  assert.match(missing.stdout, /^✗ gateway: .* has no kernelspec nosuch/m);
+});
+
+test('libcurl and libwslay are loaded only by a gateway kernel (stdio users with local kernels pay nothing)', async () => {
+  const maps = (pid) => readFileSync(`/proc/${pid}/maps`, 'utf8');
+  const local = await connect();
+  try {
+    await run(local, 'pass');
+    assert.doesNotMatch(maps(local.pid()), /libcurl|libwslay/);
+  } finally {
+    await local.close();
+  }
+  const remote = await connect({ args: gw() });
+  try {
+    await run(remote, 'pass');
+    assert.match(maps(remote.pid()), /libcurl\.so/);
+    assert.match(maps(remote.pid()), /libwslay\.so/);
+  } finally {
+    await remote.close();
+  }
 });
