@@ -62,7 +62,7 @@ int gw_dl_load(char *err, size_t errlen)
               C(multi_setopt, "curl_multi_setopt") && C(multi_add_handle, "curl_multi_add_handle") &&
               C(multi_remove_handle, "curl_multi_remove_handle") &&
               C(multi_socket_action, "curl_multi_socket_action") && C(multi_info_read, "curl_multi_info_read") &&
-              C(multi_cleanup, "curl_multi_cleanup") && C(multi_assign, "curl_multi_assign") && C(version, "curl_version") &&
+              C(multi_cleanup, "curl_multi_cleanup") && C(multi_assign, "curl_multi_assign") && C(version, "curl_version") && C(easy_send, "curl_easy_send") && C(easy_recv, "curl_easy_recv") &&
               W(client_init, "wslay_event_context_client_init") && W(context_free, "wslay_event_context_free") &&
               W(recv, "wslay_event_recv") && W(send, "wslay_event_send") && W(queue_msg, "wslay_event_queue_msg") &&
               W(queue_close, "wslay_event_queue_close") && W(want_read, "wslay_event_want_read") &&

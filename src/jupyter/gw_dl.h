@@ -32,6 +32,8 @@ typedef struct {
     CURLMcode (*multi_cleanup)(CURLM *);
     CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
     char *(*version)(void);
+    CURLcode (*easy_send)(CURL *, const void *, size_t, size_t *);
+    CURLcode (*easy_recv)(CURL *, void *, size_t, size_t *);
 } gw_curl_t;
 
 typedef struct {

@@ -37,6 +37,7 @@ typedef struct {
     char session[WIRE_ID_LEN + 1];
     ws_state_t st;
     int fd, watch;
+    CURL *tls;                    /* https: libcurl's connection (owns fd), else NULL */
     buf_t hs_out;                 /* the upgrade request */
     size_t hs_sent;
     buf_t in;                     /* the upgrade response; then bytes already read for wslay */
@@ -71,8 +72,11 @@ static void s_close_socket(s_ws_t *self)
 {
     loop_unwatch(self->loop, self->watch);
     self->watch = 0;
-    if (self->fd >= 0)
+    if (self->tls)
+        gw_curl.easy_cleanup(self->tls); /* closes fd */
+    else if (self->fd >= 0)
         close(self->fd);
+    self->tls = NULL;
     self->fd = -1;
     if (self->ctx)
         gw_wslay.context_free(self->ctx);
@@ -133,6 +137,36 @@ static void s_update_watch(s_ws_t *self)
     loop_watch_set(self->loop, self->watch, ev);
 }
 
+/* ------------------------------------------------------------ bytes */
+
+/* Through the socket, or libcurl's TLS connection on it. Return > 0, 0 at
+ * EOF (recv), or -1 with errno (EAGAIN: nothing now). Callers read until
+ * EAGAIN, so bytes TLS has already decrypted are never left waiting for a
+ * poll that will not come. */
+static ssize_t s_io_recv(s_ws_t *self, void *buf, size_t len)
+{
+    if (!self->tls)
+        return recv(self->fd, buf, len, 0);
+    size_t n = 0;
+    CURLcode rc = gw_curl.easy_recv(self->tls, buf, len, &n);
+    if (rc == CURLE_OK)
+        return (ssize_t)n;
+    errno = rc == CURLE_AGAIN ? EAGAIN : EIO;
+    return -1;
+}
+
+static ssize_t s_io_send(s_ws_t *self, const void *buf, size_t len, bool more)
+{
+    if (!self->tls)
+        return send(self->fd, buf, len, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+    size_t n = 0;
+    CURLcode rc = gw_curl.easy_send(self->tls, buf, len, &n);
+    if (rc == CURLE_OK)
+        return (ssize_t)n;
+    errno = rc == CURLE_AGAIN ? EAGAIN : EIO;
+    return -1;
+}
+
 /* ------------------------------------------------------------ wslay callbacks */
 
 static ssize_t s_wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *ud)
@@ -146,7 +180,7 @@ static ssize_t s_wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t le
         self->in_pos += n;
         return (ssize_t)n;
     }
-    ssize_t r = recv(self->fd, buf, len, 0);
+    ssize_t r = s_io_recv(self, buf, len);
     if (r > 0) {
         self->last_rx_us = loop_now_us();
         return r;
@@ -161,7 +195,7 @@ static ssize_t s_wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t le
 static ssize_t s_wslay_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *ud)
 {
     s_ws_t *self = ud;
-    ssize_t r = send(self->fd, data, len, MSG_NOSIGNAL | ((flags & WSLAY_MSG_MORE) ? MSG_MORE : 0));
+    ssize_t r = s_io_send(self, data, len, (flags & WSLAY_MSG_MORE) != 0);
     if (r >= 0)
         return r;
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -329,8 +363,7 @@ static void s_on_io(loop_t *loop, void *ud, int revents)
     }
     if (self->st == WS_HANDSHAKE) {
         while (self->hs_sent < self->hs_out.len) {
-            ssize_t r = send(self->fd, self->hs_out.data + self->hs_sent, self->hs_out.len - self->hs_sent,
-                             MSG_NOSIGNAL);
+            ssize_t r = s_io_send(self, self->hs_out.data + self->hs_sent, self->hs_out.len - self->hs_sent, false);
             if (r < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                     break;
@@ -339,26 +372,26 @@ static void s_on_io(loop_t *loop, void *ud, int revents)
             }
             self->hs_sent += (size_t)r;
         }
-        if (self->hs_sent == self->hs_out.len && (revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
+        while (self->hs_sent == self->hs_out.len) {
             char tmp[4096];
-            ssize_t r = recv(self->fd, tmp, sizeof tmp, 0);
-            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            ssize_t r = s_io_recv(self, tmp, sizeof tmp);
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                break;
+            if (r <= 0) {
                 s_drop(self, r == 0 ? "the server closed the connection during the upgrade" : strerror(errno));
                 return;
             }
-            if (r > 0) {
-                buf_append(&self->in, tmp, (size_t)r);
-                const char *end = memmem(self->in.data, self->in.len, "\r\n\r\n", 4);
-                if (end) {
-                    buf_putc(&self->in, '\0'); /* for sscanf; wslay stops before it (in.len is restored) */
-                    self->in.len--;
-                    s_handshake_response(self, (size_t)(end - self->in.data) + 4);
-                    return;
-                }
-                if (self->in.len > WS_MAX_RESPONSE) {
-                    s_drop(self, "the upgrade response is too long");
-                    return;
-                }
+            buf_append(&self->in, tmp, (size_t)r);
+            const char *end = memmem(self->in.data, self->in.len, "\r\n\r\n", 4);
+            if (end) {
+                buf_putc(&self->in, '\0'); /* for sscanf; wslay stops before it (in.len is restored) */
+                self->in.len--;
+                s_handshake_response(self, (size_t)(end - self->in.data) + 4);
+                return;
+            }
+            if (self->in.len > WS_MAX_RESPONSE) {
+                s_drop(self, "the upgrade response is too long");
+                return;
             }
         }
         s_update_watch(self);
@@ -375,11 +408,91 @@ static void s_hs_timeout(loop_t *loop, void *ud)
     s_drop(self, "no WebSocket upgrade within 10 s");
 }
 
+/* The upgrade request, into hs_out. No subprotocol is offered: the server
+ * then speaks the JSON form every Jupyter Server knows. */
+static void s_request(s_ws_t *self)
+{
+    unsigned char key[16];
+    char key64[32];
+    randombytes_buf(key, sizeof key);
+    sodium_bin2base64(key64, sizeof key64, key, sizeof key, sodium_base64_VARIANT_ORIGINAL);
+    const char *host = gateway_host(self->gw);
+    bool v6 = strchr(host, ':') != NULL;
+    buf_printf(&self->hs_out,
+               "GET %s/api/kernels/%s/channels?session_id=%s HTTP/1.1\r\n"
+               "Host: %s%s%s:%d\r\n"
+               "Upgrade: websocket\r\n"
+               "Connection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\n"
+               "Sec-WebSocket-Version: 13\r\n"
+               "User-Agent: rat-py/" RAT_VERSION "\r\n",
+               gateway_base(self->gw), self->kernel_id, self->session, v6 ? "[" : "", host, v6 ? "]" : "",
+               gateway_port(self->gw), key64);
+    if (gateway_token(self->gw))
+        buf_printf(&self->hs_out, "Authorization: token %s\r\n", gateway_token(self->gw));
+    buf_puts(&self->hs_out, "\r\n");
+}
+
+/* https: libcurl makes the TCP and TLS connection (verified as the REST
+ * calls are: the system's CAs or --gateway-ca, unless --gateway-insecure)
+ * and hands us its socket. This blocks the loop for the connect and the TLS
+ * handshake, at most WS_HANDSHAKE_MS (milliseconds on a near gateway).
+ * Returns 0, or -1 after s_drop. */
+static int s_tls_connect(s_ws_t *self)
+{
+    char errbuf[CURL_ERROR_SIZE] = "";
+    CURL *e = gw_curl.easy_init();
+    if (!e) {
+        s_drop(self, "libcurl cannot make a connection");
+        return -1;
+    }
+    char *url = xasprintf("%s/", gateway_url(self->gw));
+    gw_curl.easy_setopt(e, CURLOPT_URL, url);
+    free(url);
+    gw_curl.easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+    gw_curl.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    gw_curl.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+    gw_curl.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)WS_HANDSHAKE_MS);
+    gw_curl.easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    if (gateway_ca_file(self->gw))
+        gw_curl.easy_setopt(e, CURLOPT_CAINFO, gateway_ca_file(self->gw));
+    if (gateway_insecure(self->gw)) {
+        gw_curl.easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        gw_curl.easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    CURLcode rc = gw_curl.easy_perform(e);
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    if (rc == CURLE_OK)
+        gw_curl.easy_getinfo(e, CURLINFO_ACTIVESOCKET, &fd);
+    if (rc != CURLE_OK || fd == CURL_SOCKET_BAD) {
+        char why[CURL_ERROR_SIZE + 64];
+        snprintf(why, sizeof why, "TLS connection: %s", errbuf[0] ? errbuf : gw_curl.easy_strerror(rc));
+        gw_curl.easy_cleanup(e);
+        s_drop(self, why);
+        return -1;
+    }
+    gw_curl.easy_setopt(e, CURLOPT_ERRORBUFFER, NULL); /* errbuf is about to go */
+    self->tls = e;
+    self->fd = fd;
+    return 0;
+}
+
 /* One connection attempt. */
 static void s_start(s_ws_t *self)
 {
     if (self->st == WS_GONE)
         return;
+    if (gateway_tls(self->gw)) {
+        if (s_tls_connect(self) < 0)
+            return;
+        int one = 1;
+        setsockopt(self->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        s_request(self);
+        self->st = WS_HANDSHAKE;
+        self->watch = loop_watch_fd(self->loop, self->fd, ZMQ_POLLOUT, s_on_io, self);
+        self->hs_timer = loop_timer(self->loop, WS_HANDSHAKE_MS, s_hs_timeout, self);
+        return;
+    }
     char port[16];
     snprintf(port, sizeof port, "%d", gateway_port(self->gw));
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -406,25 +519,7 @@ static void s_start(s_ws_t *self)
      * to every round trip. */
     int one = 1;
     setsockopt(self->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    unsigned char key[16];
-    char key64[32];
-    randombytes_buf(key, sizeof key);
-    sodium_bin2base64(key64, sizeof key64, key, sizeof key, sodium_base64_VARIANT_ORIGINAL);
-    const char *host = gateway_host(self->gw);
-    bool v6 = strchr(host, ':') != NULL;
-    buf_printf(&self->hs_out,
-               "GET %s/api/kernels/%s/channels?session_id=%s HTTP/1.1\r\n"
-               "Host: %s%s%s:%d\r\n"
-               "Upgrade: websocket\r\n"
-               "Connection: Upgrade\r\n"
-               "Sec-WebSocket-Key: %s\r\n"
-               "Sec-WebSocket-Version: 13\r\n"
-               "User-Agent: rat-py/" RAT_VERSION "\r\n",
-               gateway_base(self->gw), self->kernel_id, self->session, v6 ? "[" : "", host, v6 ? "]" : "",
-               gateway_port(self->gw), key64);
-    if (gateway_token(self->gw))
-        buf_printf(&self->hs_out, "Authorization: token %s\r\n", gateway_token(self->gw));
-    buf_puts(&self->hs_out, "\r\n");
+    s_request(self);
     self->st = WS_CONNECTING;
     self->watch = loop_watch_fd(self->loop, self->fd, ZMQ_POLLOUT, s_on_io, self);
     self->hs_timer = loop_timer(self->loop, WS_HANDSHAKE_MS, s_hs_timeout, self);
@@ -564,10 +659,6 @@ static void s_first(loop_t *loop, void *ud)
 kernel_conn_t *kernel_ws_new(loop_t *loop, gateway_t *gw, const char *kernel_id, kernel_conn_msg_fn *on_msg,
                              kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen)
 {
-    if (gateway_tls(gw)) {
-        snprintf(err, errlen, "wss:// (an https:// gateway) is not supported yet for the kernel's WebSocket");
-        return NULL;
-    }
     s_ws_t *self = xcalloc(1, sizeof *self);
     self->base.ops = &s_ops;
     self->base.on_msg = on_msg;

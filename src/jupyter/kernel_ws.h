@@ -7,7 +7,9 @@
  * bytes), checked for the message's parts (wire_from_json) and handed up as
  * the same wire_msg_t kernel_zmq hands up; anything else is counted as
  * dropped. Framing is libwslay's (loaded at run time, gw_dl.h) over a
- * non-blocking TCP socket on the loop; the HTTP upgrade is ours.
+ * non-blocking TCP socket on the loop (for https, libcurl's TLS connection
+ * on that socket: CONNECT_ONLY, then curl_easy_send/recv); the HTTP upgrade
+ * is ours.
  *
  * When the socket drops, it reconnects with the same session id, so the
  * server replays what it buffered meanwhile (a run's output is not lost);
@@ -25,9 +27,9 @@
 #include "kernel_conn.h"
 #include "loop.h"
 
-/* gw is borrowed and must outlive the connection. Fails (NULL, err) only
- * when wss:// is asked for (not supported yet). The connection itself is
- * made from the loop. */
+/* gw is borrowed and must outlive the connection. An https gateway gives
+ * wss (TLS through libcurl, verified like the REST calls). Does not fail;
+ * the connection is made from the loop (err is for future checks). */
 kernel_conn_t *kernel_ws_new(loop_t *loop, gateway_t *gw, const char *kernel_id, kernel_conn_msg_fn *on_msg,
                              kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen);
 

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,7 +24,7 @@ async function freePort() {
 }
 
 /** A Jupyter Server on loopback; resolves once its REST API answers. */
-async function startServer(extra = []) {
+async function startServer(extra = [], scheme = 'http') {
   const dir = mkdtempSync(path.join(tmpdir(), 'rat-gw-'));
   const port = await freePort();
   const proc = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${port}`,
@@ -32,7 +32,7 @@ async function startServer(extra = []) {
   { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime') }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let log = '';
   proc.stderr.on('data', (d) => { log += d; });
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${scheme}://127.0.0.1:${port}`;
   await until(async () => (await api(url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200,
     60_000, 'the Jupyter Server');
   return {
@@ -42,11 +42,19 @@ async function startServer(extra = []) {
 }
 
 async function api(url, method, p, body, token = TOKEN) {
+  if (url.startsWith('https:')) return { status: await curlStatus(url + p, token) };
   const r = await fetch(url + p, { method, headers: { Authorization: `token ${token}`, 'Content-Type': 'application/json' },
     body: body ? JSON.stringify(body) : undefined });
   const text = await r.text();
   return { status: r.status, json: text ? JSON.parse(text) : null };
 }
+
+/** https: Node's fetch would need the CA in its own store; curl takes --cacert. */
+async function curlStatus(u, token) {
+  const r = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', tlsCA, '-H', `Authorization: token ${token}`, u], { encoding: 'utf8', timeout: 10_000 });
+  return Number(r.stdout || 0);
+}
+let tlsCA = '';
 
 const kernels = async () => (await api(server.url, 'GET', '/api/kernels')).json;
 
@@ -269,5 +277,47 @@ test('libcurl and libwslay are loaded only by a gateway kernel (stdio users with
     assert.match(maps(remote.pid()), /libwslay\.so/);
   } finally {
     await remote.close();
+  }
+});
+
+test('https/wss: verified with --gateway-ca; refused without it (named); --gateway-insecure for testing', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-gw-tls-'));
+  const ossl = (...a) => {
+    const r = spawnSync('openssl', a, { cwd: dir, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  };
+  ossl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=rat-py test CA');
+  ossl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=127.0.0.1');
+  writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
+  ossl('x509', '-req', '-in', 'srv.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'srv.pem', '-days', '2', '-extfile', 'ext.cnf');
+  tlsCA = path.join(dir, 'ca.pem');
+  const tls = await startServer([`--certfile=${path.join(dir, 'srv.pem')}`, `--keyfile=${path.join(dir, 'srv.key')}`], 'https');
+  try {
+    assert.match(tls.url, /^https:/);
+    let h = await connect({ args: ['--gateway', tls.url, '--gateway-token', TOKEN, '--gateway-ca', tlsCA] });
+    try {
+      assert.match((await run(h, 'print(6*7)')).text, /^42\n\n✓ /);
+      const r = await run(h, 'import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.2)');
+      assert.match(r.text, /^0\n1\n2\n\n✓ /);
+    } finally {
+      await h.close();
+    }
+    h = await connect({ args: ['--gateway', tls.url, '--gateway-token', TOKEN] });
+    try {
+      const r = await run(h, 'print(1)');
+      assert.equal(r.isError, true);
+      assert.match(r.text, /failed TLS verification \(give its CA with --gateway-ca\): SSL certificate problem/);
+    } finally {
+      await h.close();
+    }
+    h = await connect({ args: ['--gateway', tls.url, '--gateway-token', TOKEN, '--gateway-insecure'] });
+    try {
+      assert.match((await run(h, 'print(7)')).text, /^7\n\n✓ /);
+    } finally {
+      await h.close();
+    }
+  } finally {
+    tls.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
