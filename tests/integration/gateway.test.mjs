@@ -56,7 +56,7 @@ async function curlStatus(u, token) {
 }
 let tlsCA = '';
 
-const kernels = async () => (await api(server.url, 'GET', '/api/kernels')).json;
+const kernels = async (url = server.url) => (await api(url, 'GET', '/api/kernels')).json;
 
 before(async () => { server = await startServer(); });
 after(() => server?.stop());
@@ -319,5 +319,51 @@ test('https/wss: verified with --gateway-ca; refused without it (named); --gatew
   } finally {
     tls.stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a gateway that accepts and never answers: a timeout that says so, within --boot-timeout', async () => {
+  const held = [];
+  const mute = net.createServer((c) => { held.push(c); c.on('error', () => {}); });
+  await new Promise((r) => mute.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${mute.address().port}`;
+  const h = await connect({ args: ['--gateway', url, '--boot-timeout', '3'] });
+  try {
+    const t0 = Date.now();
+    const r = await run(h, 'print(1)');
+    assert.equal(r.isError, true);
+    assert.match(r.text, new RegExp(`cannot start a kernel: the gateway at ${url} timed out: Operation timed out after 2\\d{3} milliseconds`));
+    assert.ok(Date.now() - t0 < ms(10_000), `${Date.now() - t0} ms`);
+  } finally {
+    await h.close();
+    for (const c of held) c.destroy();
+    mute.close();
+  }
+});
+
+test('the gateway restarts (its kernels die with it): reported, and the next run gets a new kernel there', async () => {
+  const s2 = await startServer();
+  const h = await connect({ args: ['--gateway', s2.url, '--gateway-token', TOKEN] });
+  try {
+    await run(h, 'v = 1');
+    process.kill(-s2.proc.pid, 'SIGKILL');
+    await until(() => { try { process.kill(-s2.proc.pid, 0); return false; } catch { return true; } }, 10_000, 'the server gone');
+    // the same port, a new server (no kernels)
+    const again = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${s2.port}`,
+      '--ip=127.0.0.1', `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${s2.dir}`],
+    { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(s2.dir, 'runtime2') }, stdio: 'ignore', detached: true });
+    s2.proc = again;
+    await until(async () => (await api(s2.url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the server back');
+    let r;
+    await until(async () => {
+      r = await ctl(h, 'status');
+      return /gone from the gateway|WebSocket has been down/.test(r.text);
+    }, 40_000, 'the death noticed');
+    r = await run(h, 'print(globals().get("v", "new kernel"))');
+    assert.match(r.text, /new kernel/);
+    assert.equal((await kernels(s2.url)).length, 1);
+  } finally {
+    await h.close();
+    s2.stop();
   }
 });
