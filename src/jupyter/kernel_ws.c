@@ -185,6 +185,16 @@ static ssize_t s_wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t le
         self->last_rx_us = loop_now_us();
         return r;
     }
+    if (r < 0 && errno == EAGAIN) {
+        /* Drained: ACK at once. The server writes a reply as several small
+         * frames; Nagle on its side holds the last one until our ACK, and a
+         * delayed ACK adds 40 ms to every round trip (a Python client on
+         * the same server pays them). Linux clears QUICKACK by itself, so
+         * it is set again on every drain. */
+        int one = 1;
+        setsockopt(self->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+        errno = EAGAIN;
+    }
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         gw_wslay.set_error(ctx, WSLAY_ERR_WOULDBLOCK);
     else
