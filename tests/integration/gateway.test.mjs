@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,17 +27,25 @@ async function freePort() {
 async function startServer(extra = [], scheme = 'http') {
   const dir = mkdtempSync(path.join(tmpdir(), 'rat-gw-'));
   const port = await freePort();
+  // Its log goes to a file: a pipe would be inherited by its kernels and
+  // keep this process waiting for them.
+  const logFile = path.join(dir, 'server.log');
   const proc = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${port}`,
     '--ip=127.0.0.1', `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${dir}`, ...extra],
-  { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime') }, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-  let log = '';
-  proc.stderr.on('data', (d) => { log += d; });
+  { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime') }, stdio: ['ignore', 'ignore', openSync(logFile, 'a')], detached: true });
+  proc.unref();
   const url = `${scheme}://127.0.0.1:${port}`;
   await until(async () => (await api(url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200,
     60_000, 'the Jupyter Server');
   return {
-    url, port, dir, proc, log: () => log,
-    stop() { try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ } rmSync(dir, { recursive: true, force: true }); },
+    url, port, dir, proc, log: () => readFileSync(logFile, 'utf8'),
+    /** SIGTERM first: Jupyter Server then shuts its kernels down. */
+    async stop() {
+      const gone = () => { try { process.kill(-this.proc.pid, 0); return false; } catch { return true; } };
+      try { process.kill(-this.proc.pid, 'SIGTERM'); } catch { /* gone */ }
+      await until(gone, 10_000, 'the server to stop').catch(() => { try { process.kill(-this.proc.pid, 'SIGKILL'); } catch { /* gone */ } });
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -59,7 +67,7 @@ let tlsCA = '';
 const kernels = async (url = server.url) => (await api(url, 'GET', '/api/kernels')).json;
 
 before(async () => { server = await startServer(); });
-after(() => server?.stop());
+after(async () => { await server?.stop(); });
 
 const gw = (extra = []) => ['--gateway', server.url, '--gateway-token', TOKEN, ...extra];
 
@@ -317,7 +325,7 @@ test('https/wss: verified with --gateway-ca; refused without it (named); --gatew
       await h.close();
     }
   } finally {
-    tls.stop();
+    await tls.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
@@ -352,6 +360,7 @@ test('the gateway restarts (its kernels die with it): reported, and the next run
     const again = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${s2.port}`,
       '--ip=127.0.0.1', `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${s2.dir}`],
     { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(s2.dir, 'runtime2') }, stdio: 'ignore', detached: true });
+    again.unref();
     s2.proc = again;
     await until(async () => (await api(s2.url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the server back');
     let r;
@@ -364,6 +373,6 @@ test('the gateway restarts (its kernels die with it): reported, and the next run
     assert.equal((await kernels(s2.url)).length, 1);
   } finally {
     await h.close();
-    s2.stop();
+    await s2.stop();
   }
 });
