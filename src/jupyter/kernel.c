@@ -83,6 +83,7 @@ struct kernel {
     gateway_req_t *gw_req;        /* the POST /api/kernels in flight */
     gateway_req_t *gw_check;      /* the GET /api/kernels/{id} in flight */
     uint64_t gw_poll_timer;
+    gateway_req_t *gw_restart;    /* the POST /api/kernels/{id}/restart in flight */
 };
 
 static int s_launch(kernel_t *self, char *err, size_t errlen);
@@ -702,6 +703,19 @@ static void s_gw_action_done(void *ud, long status, const char *body, size_t len
     free(what);
 }
 
+/* A restart the gateway refused or could not do ends the wait for the new
+ * kernel at once, with the gateway's reason (not at --boot-timeout). */
+static void s_gw_restarted(void *ud, long status, const char *body, size_t len, const char *err)
+{
+    kernel_t *self = ud;
+    self->gw_restart = NULL;
+    if (self->state == KERNEL_DEAD || (!err && status >= 200 && status <= 299))
+        return;
+    char *what = xasprintf("POST /api/kernels/%s/restart", self->remote_id);
+    s_die(self, err ? xasprintf("%s: %s", what, err) : gateway_http_error(self->gw, what, status, body));
+    free(what);
+}
+
 /* POST /api/kernels/{id}/ACTION; failures are logged (their effect, or its
  * absence, is seen on the channels: cancel and restart have their own
  * bounds). */
@@ -823,6 +837,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     if (self->gw) {
         gateway_cancel(self->gw, &self->gw_req);
         gateway_cancel(self->gw, &self->gw_check);
+        gateway_cancel(self->gw, &self->gw_restart);
         if (self->remote_owned && self->remote_id) {
             /* Blocking but bounded: a kernel left on the gateway costs its
              * owner a pod until the culler finds it. 404: already gone. */
@@ -890,9 +905,17 @@ int kernel_restart_attached(kernel_t *self)
 {
     if (self->proc || !self->conn || self->state == KERNEL_DEAD)
         return -1;
-    if (self->gw ? s_gw_action(self, "restart") < 0
-                 : kernel_send(self, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(true), NULL, NULL) < 0)
+    if (self->gw) {
+        if (!self->remote_id || self->gw_restart)
+            return -1;
+        char *path = xasprintf("/api/kernels/%s/restart", self->remote_id);
+        self->gw_restart = gateway_request(self->gw, "POST", path, "{}", self->boot_timeout_ms, s_gw_restarted, self);
+        free(path);
+        if (!self->gw_restart)
+            return -1;
+    } else if (kernel_send(self, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(true), NULL, NULL) < 0) {
         return -1;
+    }
     /* Same sockets: ZeroMQ reconnects to the same ports once the owner has
      * started the kernel again. What the old kernel still says is ignored. */
     free(self->stale_session);

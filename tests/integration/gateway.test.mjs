@@ -376,3 +376,22 @@ test('the gateway restarts (its kernels die with it): reported, and the next run
     await s2.stop();
   }
 });
+
+test('a restart the gateway cannot do fails at once with its reason; the next run starts a new kernel', async () => {
+  const h = await connect({ args: gw() });
+  try {
+    await run(h, 'v = 1');
+    const id = (await kernels())[0].id;
+    assert.equal((await api(server.url, 'DELETE', `/api/kernels/${id}`)).status, 204);
+    const t0 = Date.now();
+    let r = await ctl(h, 'restart');
+    assert.ok(Date.now() - t0 < ms(10_000), `${Date.now() - t0} ms`);
+    assert.equal(r.isError, true, r.text);
+    // Jupyter Server answers 500 for a kernel it no longer has
+    assert.match(r.text, /^restart failed: POST \/api\/kernels\/[0-9a-f-]+\/restart: the gateway at http:\/\/127\.0\.0\.1:\d+ answered HTTP (404|500)/);
+    r = await run(h, 'print(globals().get("v", "new kernel"))');
+    assert.match(r.text, /new kernel/);
+  } finally {
+    await h.close();
+  }
+});
