@@ -10,7 +10,9 @@ import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, run, ctl, call, until, RAT, ms } from './lib.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { connect, run, ctl, call, until, scratch, RAT, ms, WRAPPED } from './lib.mjs';
 
 const TOKEN = 'gw-test-token';
 let server;
@@ -394,4 +396,26 @@ test('a restart the gateway cannot do fails at once with its reason; the next ru
   } finally {
     await h.close();
   }
+});
+
+test('the Python API takes the gateway options (rat_options_t and its ctypes mirror agree)', {
+  skip: process.env.RAT_PY_SANITIZED ? 'sanitizer build' : WRAPPED ? 'RAT_PY_WRAPPER wraps rat-py only'
+    : !process.env.RAT_BUILD_DIR ? 'RAT_BUILD_DIR not set' : false,
+}, async () => {
+  const src = path.resolve(new URL('.', import.meta.url).pathname, '../..');
+  const env = { ...process.env, PYTHONPATH: path.join(src, 'python'), LD_LIBRARY_PATH: process.env.RAT_BUILD_DIR, PYTHONDONTWRITEBYTECODE: '1' };
+  const code = `from rat_py import create_mcp_server\ncreate_mcp_server(gateway=${JSON.stringify(server.url)}, gateway_token=${JSON.stringify(TOKEN)}).run()\n`;
+  const work = scratch();
+  const transport = new StdioClientTransport({ command: '/usr/bin/python3', args: ['-c', code], cwd: work.dir, env, stderr: 'pipe' });
+  const client = new Client({ name: 'rat-py-gateway-tests', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(transport);
+  try {
+    const r = await run({ client }, 'print(6 * 7)');
+    assert.match(r.text, /^42\n\n✓ /);
+    assert.equal((await kernels()).length, 1);
+  } finally {
+    await client.close();
+    work.cleanup();
+  }
+  await until(async () => (await kernels()).length === 0, 10_000, 'the kernel deleted');
 });
