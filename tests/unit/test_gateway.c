@@ -369,7 +369,8 @@ static void s_check_ws_peer(void)
     close(fd3);
     fd3 = fd3b;
     /* Not HTTP at all: an attempt that failed, tried again (not GONE). */
-    s_send_all(fd3, "SSH-2.0-OpenSSH\r\n\r\n", 21);
+    static const char ssh[] = "SSH-2.0-OpenSSH\r\n\r\n";
+    s_send_all(fd3, ssh, strlen(ssh));
     s_pump(p.loop, 50);
     int fd4 = s_accept(&p, &req);
     CHECK(fd4 >= 0);
