@@ -419,3 +419,22 @@ test('the Python API takes the gateway options (rat_options_t and its ctypes mir
   }
   await until(async () => (await kernels()).length === 0, 10_000, 'the kernel deleted');
 });
+
+test('a kernel culled by the server\'s idle culler is reported; the next run gets a new one', async () => {
+  const s3 = await startServer(['--MappingKernelManager.cull_idle_timeout=4', '--MappingKernelManager.cull_interval=1',
+    '--MappingKernelManager.cull_connected=True']);
+  const h = await connect({ args: ['--gateway', s3.url, '--gateway-token', TOKEN] });
+  try {
+    await run(h, 'v = 1');
+    let r;
+    await until(async () => {
+      r = await ctl(h, 'status');
+      return /is gone from the gateway \(deleted, culled by the gateway's idle culler, or the gateway restarted\)/.test(r.text);
+    }, 40_000, 'the culling noticed');
+    r = await run(h, 'print(globals().get("v", "new kernel"))');
+    assert.match(r.text, /new kernel/);
+  } finally {
+    await h.close();
+    await s3.stop();
+  }
+});
