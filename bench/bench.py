@@ -330,9 +330,60 @@ def bench_callgrind():
         "%.0f k" % (f / 1000), "", "", None)
 
 
+def bench_gateway():
+    """`run x = 42` through a Jupyter Server on loopback (Debian's
+    jupyter_server, started here with a token): rat-py --gateway against a
+    Python WebSocket client of the same server (bench/gw_bench.py, tornado),
+    and rat-py on a local kernel (ZMQ) for scale. Each round starts the
+    server's kernels afresh; the order rotates. Opt-in (--only=gw): it needs
+    python3-jupyter-server."""
+    import socket
+    import time
+    import urllib.request
+    rounds = 3 if QUICK else 5
+    n = 100 if QUICK else 200
+    token = "bench-gw"
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    url = "http://127.0.0.1:%d" % port
+    root = tempfile.mkdtemp(prefix="rat-bench-gw-")
+    srv = subprocess.Popen([PY, "-m", "jupyter_server", "--allow-root", "--no-browser", "--ip=127.0.0.1",
+                            "--port=%d" % port, "--ServerApp.token=" + token, "--ServerApp.root_dir=" + root],
+                           env=dict(os.environ, JUPYTER_RUNTIME_DIR=os.path.join(root, "runtime")),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(600):
+            try:
+                req = urllib.request.Request(url + "/api/kernelspecs", headers={"Authorization": "token " + token})
+                urllib.request.urlopen(req, timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        cmds = {"r": [MCPC, "rt", str(n), "--"] + rat("--gateway", url, "--gateway-token", token),
+                "p": [PY, "-u", os.path.join(ROOT, "bench", "gw_bench.py"), "rt", str(n), url, token],
+                "l": [MCPC, "rt", str(n), "--"] + rat()}
+        got = {c: [] for c in cmds}
+        for k in range(rounds):
+            order = "rpl"[k % 3:] + "rpl"[:k % 3]
+            for c in order:
+                got[c].append(statistics.median(nums(run(cmds[c]))))
+    finally:
+        os.killpg(srv.pid, 9)
+        srv.wait()
+        subprocess.run(["rm", "-rf", root])
+    r, p, loc = (statistics.median(got[c]) / 1000 for c in "rpl")
+    ratio = statistics.median([a / b for a, b in zip(got["r"], got["p"])])
+    row("run `x = 42` through Jupyter Server (WebSocket, loopback), median of round medians",
+        "%.2f ms (%.0f runs/s; local ZMQ %.2f ms)" % (r, 1000 / r, loc), "", "Python WS client %.2f ms" % p,
+        "≤ 1.05× the Python client: %.3f×" % ratio, ratio <= 1.05)
+
+
 BENCHES = {"rt": bench_roundtrip, "long": bench_long_session, "vars": bench_many_vars, "cold": bench_cold,
            "flood": bench_flood, "memory": bench_memory, "restart": bench_restart, "look": bench_look,
            "http": bench_http, "callgrind": bench_callgrind}
+BENCHES["gw"] = bench_gateway  # opt-in (--only=gw): starts a Jupyter Server
 
 
 def main():

@@ -18,7 +18,8 @@ rat_apt_install() {
 }
 
 # What building and running rat-py needs.
-RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev libyaml-dev libmicrohttpd-dev)
+RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev libyaml-dev libmicrohttpd-dev
+                libcurl4-openssl-dev libwslay-dev)
 RAT_RUN_PKGS=(python3-ipykernel)
 # What scripts/test needs on top: jupyter_client for the wire interop test
 # and the fake kernel (with pyzmq), numpy/pandas for look's tests, clang with
@@ -28,4 +29,4 @@ RAT_RUN_PKGS=(python3-ipykernel)
 # r-cran-irkernel (R and IRkernel, which registers the `ir` kernelspec; big,
 # it pulls in R) for the R tests.
 RAT_TEST_PKGS=(python3-jupyter-client python3-zmq python3-numpy python3-pandas python3-matplotlib clang-14
-               libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel)
+               libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel python3-jupyter-server)

@@ -66,6 +66,13 @@ typedef struct {
     const char *const *allow_origins; /* extra allowed Origins, NULL-terminated, or NULL;
                                        * at most RAT_MAX_ALLOW_ORIGINS, none empty */
     bool insecure_no_token;        /* allow a non-loopback host without a token */
+    /* Kernels on a Jupyter Server / Enterprise Gateway instead of this
+     * machine (doc/gateway.md): kernel names its kernelspec there, existing
+     * a kernel id there. Excludes python, venv and spare. */
+    const char *gateway;           /* http(s)://host:port[/base] */
+    const char *gateway_token;     /* sent as "Authorization: token T" */
+    const char *gateway_ca;        /* PEM CA bundle for an https gateway */
+    bool gateway_insecure;         /* no TLS verification (testing only) */
 } rat_options_t;
 
 /* The library's version, e.g. "0.1.0". */

@@ -47,6 +47,10 @@ OPTIONS = {
     "token": "str",           # --token SECRET (default: $RAT_PY_TOKEN, as on the command line)
     "allow_origins": "strs",  # --allow-origin URL, repeated
     "insecure_no_token": "bool",  # --insecure-no-token
+    "gateway": "str",         # --gateway URL
+    "gateway_token": "str",   # --gateway-token T
+    "gateway_ca": "path",     # --gateway-ca FILE
+    "gateway_insecure": "bool",  # --gateway-insecure
 }
 _HTTP_ONLY = ("host", "port", "token", "allow_origins", "insecure_no_token")
 _SONAME = "librat.so.0"
@@ -80,6 +84,10 @@ class _Options(ctypes.Structure):
         ("token", ctypes.c_char_p),
         ("allow_origins", ctypes.POINTER(ctypes.c_char_p)),
         ("insecure_no_token", ctypes.c_bool),
+        ("gateway", ctypes.c_char_p),
+        ("gateway_token", ctypes.c_char_p),
+        ("gateway_ca", ctypes.c_char_p),
+        ("gateway_insecure", ctypes.c_bool),
     ]
 
 
@@ -239,6 +247,12 @@ class Server:
         # The command line's environment defaults, read the same way.
         if options.get("token") is None and os.environ.get("RAT_PY_TOKEN"):
             options["token"] = os.environ["RAT_PY_TOKEN"]
+        # Jupyter's own gateway client's variables, unless a local kernel was asked for.
+        if (options.get("gateway") is None and os.environ.get("JUPYTER_GATEWAY_URL")
+                and not any(options.get(k) for k in ("python", "venv", "spare"))):
+            options["gateway"] = os.environ["JUPYTER_GATEWAY_URL"]
+        if options.get("gateway") and options.get("gateway_token") is None and os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN"):
+            options["gateway_token"] = os.environ["JUPYTER_GATEWAY_AUTH_TOKEN"]
         if options.get("log_level") is None and os.environ.get("RAT_LOG") in ("debug", "info", "warn", "error", "off"):
             options["log_level"] = os.environ["RAT_LOG"]
         origins = options.get("allow_origins")

@@ -19,6 +19,7 @@
 struct rat_server {
     rat_options_t opts;
     char *cwd, *kernel, *python, *venv, *existing, *assets_dir, *log_level, *host, *token; /* owned */
+    char *gateway, *gateway_token, *gateway_ca;                                           /* owned */
     char **origins;        /* owned (strv), NULL-terminated; NULL when none */
     /* rat_server_stop: a byte in this non-blocking pipe. The run watches the
      * read end; the pipe is drained only when a run returns, so a stop that
@@ -51,6 +52,20 @@ int rat_options_check(const rat_options_t *o, char *err, size_t errlen)
     if (o->existing && (o->kernel || o->python || o->venv)) {
         snprintf(err, errlen, "--existing (existing) attaches to a running kernel; it cannot be combined with "
                               "--kernel, --python or --venv");
+        return -1;
+    }
+    if (o->gateway && (o->python || o->venv || o->spare)) {
+        snprintf(err, errlen, "--gateway (gateway) runs the kernel on a Jupyter Server; it cannot be combined with "
+                              "--python, --venv or --spare");
+        return -1;
+    }
+    if (!o->gateway && (o->gateway_token || o->gateway_ca || o->gateway_insecure)) {
+        snprintf(err, errlen, "--gateway-token, --gateway-ca and --gateway-insecure (gateway_token, gateway_ca, "
+                              "gateway_insecure) need --gateway");
+        return -1;
+    }
+    if (o->gateway && strncmp(o->gateway, "http://", 7) != 0 && strncmp(o->gateway, "https://", 8) != 0) {
+        snprintf(err, errlen, "--gateway (gateway) must be an http:// or https:// URL, not '%.200s'", o->gateway);
         return -1;
     }
     if (o->python && o->venv) {
@@ -117,6 +132,9 @@ rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
     c->log_level = s_keep(&s->log_level, o->log_level);
     c->host = s_keep(&s->host, o->host);
     c->token = s_keep(&s->token, o->token);
+    c->gateway = s_keep(&s->gateway, o->gateway);
+    c->gateway_token = s_keep(&s->gateway_token, o->gateway_token);
+    c->gateway_ca = s_keep(&s->gateway_ca, o->gateway_ca);
     s->origins = o->allow_origins && o->allow_origins[0] ? strv_dup((char *const *)o->allow_origins) : NULL;
     c->allow_origins = (const char *const *)s->origins;
     if (c->boot_timeout_s == 0)
@@ -186,7 +204,8 @@ void rat_server_destroy(rat_server_t **s_p)
         return;
     rat_server_t *s = *s_p;
     char *owned[] = {s->cwd,        s->kernel,    s->python, s->venv, s->existing,
-                     s->assets_dir, s->log_level, s->host,   s->token};
+                     s->assets_dir, s->log_level, s->host,   s->token, s->gateway,
+                     s->gateway_token, s->gateway_ca};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         free(owned[i]);
     strv_free(s->origins);

@@ -120,6 +120,16 @@ static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_op
                            char ***argv_out, char **existing_out, const server_ctl_t *ctl)
 {
     char err[2048];
+    if (cfg->gateway) {
+        /* The kernel is the gateway's: a kernelspec name and a kernel id there. */
+        ro->gateway_url = cfg->gateway;
+        ro->gateway_token = cfg->gateway_token;
+        ro->gateway_ca = cfg->gateway_ca;
+        ro->gateway_insecure = cfg->gateway_insecure;
+        ro->kernel_name = cfg->kernel;
+        ro->existing = cfg->existing;
+        return 0;
+    }
     if (cfg->existing) {
         *existing_out = connfile_find(cfg->existing, err, sizeof err);
         if (!*existing_out) {

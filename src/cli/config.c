@@ -41,6 +41,15 @@ void config_usage(FILE *out)
           "  --assets-max-mb N    keep at most N MB of saved outputs, oldest go first (default: 512)\n"
           "  --log-level LEVEL    stderr diagnostics: debug, info, warn (default), error, off\n"
           "\n"
+          "Kernels on a Jupyter Server or Enterprise Gateway (instead of this machine):\n"
+          "  --gateway URL        start the kernel there (default: $JUPYTER_GATEWAY_URL);\n"
+          "                       --kernel names its kernelspec there, --existing ID attaches\n"
+          "                       to a kernel there and leaves it running\n"
+          "  --gateway-token T    send \"Authorization: token T\" (default:\n"
+          "                       $JUPYTER_GATEWAY_AUTH_TOKEN)\n"
+          "  --gateway-ca FILE    verify an https gateway with this CA bundle (PEM)\n"
+          "  --gateway-insecure   do not verify an https gateway's certificate (testing only)\n"
+          "\n"
           "Streamable HTTP (instead of stdio):\n"
           "  --http               serve MCP at http://HOST:PORT/mcp (and /health, /assets/ID)\n"
           "  --host ADDR          address to bind (default: 127.0.0.1)\n"
@@ -132,6 +141,10 @@ int config_parse(config_t *cfg, int argc, char **argv)
             cfg->http = true;
             continue;
         }
+        if (strcmp(a, "--gateway-insecure") == 0) {
+            o->gateway_insecure = true;
+            continue;
+        }
         if (strcmp(a, "--insecure-no-token") == 0) {
             o->insecure_no_token = true;
             continue;
@@ -190,6 +203,9 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--log-level", log_level)
         OPT("--host", host)
         OPT("--token", token)
+        OPT("--gateway-token", gateway_token)
+        OPT("--gateway-ca", gateway_ca)
+        OPT("--gateway", gateway)
 #undef OPT
         fprintf(stderr, "rat-py: unknown option '%s' (see rat-py --help)\n", a);
         return -1;
@@ -204,6 +220,13 @@ missing:
     }
     if (cfg->http && !o->token && getenv("RAT_PY_TOKEN") && *getenv("RAT_PY_TOKEN"))
         o->token = getenv("RAT_PY_TOKEN");
+    /* Jupyter's own gateway client's variables, unless a local kernel was asked for. */
+    const char *gu = getenv("JUPYTER_GATEWAY_URL");
+    if (!o->gateway && gu && *gu && !o->python && !o->venv && !o->spare)
+        o->gateway = gu;
+    const char *gt = getenv("JUPYTER_GATEWAY_AUTH_TOKEN");
+    if (o->gateway && !o->gateway_token && gt && *gt)
+        o->gateway_token = gt;
     char err[512];
     if (rat_options_check(o, err, sizeof err) < 0) {
         fprintf(stderr, "rat-py: %s\n", err);

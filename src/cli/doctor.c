@@ -25,6 +25,7 @@
 #include "buf.h"
 #include "config.h"
 #include "fileio.h"
+#include "gateway.h"
 #include "install.h"
 #include "kernelspec.h"
 #include "lang.h"
@@ -448,6 +449,47 @@ static void s_check_http(void)
         s_info("HTTP transport (--http): unavailable: %s", what);
 }
 
+/* --gateway: the server answers, accepts the token, and has the kernelspec
+ * asked for. Returns false when the kernel cannot start there. */
+static bool s_check_gateway(const rat_options_t *o, const char *kname)
+{
+    gateway_opts_t go = {.url = o->gateway, .token = o->gateway_token, .ca_file = o->gateway_ca,
+                         .insecure = o->gateway_insecure};
+    char err[1024];
+    gateway_t *gw = gateway_new(NULL, &go, err, sizeof err);
+    if (!gw) {
+        s_bad(NULL, "gateway: %s", err);
+        return false;
+    }
+    long status = 0;
+    char *body = NULL;
+    bool ok = false;
+    json_object *j = NULL, *specs = NULL, *v = NULL;
+    int64_t t0 = s_now_ms();
+    if (gateway_request_sync(gw, "GET", "/api/kernelspecs", NULL, GATEWAY_REQUEST_TIMEOUT_MS, &status, &body, err,
+                             sizeof err) < 0) {
+        s_bad("start it, or give its URL with --gateway", "gateway: %s", err);
+    } else if (status != 200) {
+        char *e = gateway_http_error(gw, "GET /api/kernelspecs", status, body);
+        s_bad(NULL, "gateway: %s", e);
+        free(e);
+    } else if (!(j = json_tokener_parse(body)) || !json_object_object_get_ex(j, "kernelspecs", &specs) ||
+               !json_object_is_type(specs, json_type_object)) {
+        s_bad(NULL, "gateway: %s answered GET /api/kernelspecs without a kernelspecs object", gateway_url(gw));
+    } else if (!json_object_object_get_ex(specs, kname, &v)) {
+        s_bad("`rat-py kernels --gateway URL` lists them", "gateway: %s has no kernelspec %s", gateway_url(gw),
+              kname);
+    } else {
+        s_ok("gateway: %s answers with the token, kernelspec %s there (%d kernelspecs, %lld ms)", gateway_url(gw),
+             kname, json_object_object_length(specs), (long long)(s_now_ms() - t0));
+        ok = true;
+    }
+    json_object_put(j);
+    free(body);
+    gateway_destroy(&gw);
+    return ok;
+}
+
 int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *fam)
 {
     for (int i = 1; i < argc; i++) {
@@ -481,7 +523,15 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
      * from the server's status below). */
     const char *kname = opts.kernel;
     char kerr[1024];
-    if (kname) {
+    if (opts.gateway) {
+        /* The kernelspec is the gateway's. */
+        kname = kname ? kname : "python3";
+        if (!s_check_gateway(&opts, kname)) {
+            s_check_mcp2cli(fam, self);
+            free(self);
+            return 1;
+        }
+    } else if (kname) {
         kernelspec_t *ks = kernelspec_find(kname, kerr, sizeof kerr);
         if (ks)
             s_ok("kernelspec: %s (%s, language %s) in %s", ks->name, ks->display_name, ks->language, ks->dir);

@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 
 #include "config.h"
 #include "doctor.h"
 #include "family.h"
+#include "gateway.h"
 #include "install.h"
 #include "kernelspec.h"
 #include "log.h"
@@ -38,6 +40,63 @@ static int s_list_kernels(void)
     return 0;
 }
 
+/* rat-py kernels --gateway URL: GET /api/kernelspecs, in the same columns
+ * (the last one says where: the gateway, and its default). */
+static int s_list_gateway_kernels(const rat_options_t *o)
+{
+    gateway_opts_t go = {.url = o->gateway, .token = o->gateway_token, .ca_file = o->gateway_ca,
+                         .insecure = o->gateway_insecure};
+    char err[1024];
+    gateway_t *gw = gateway_new(NULL, &go, err, sizeof err);
+    if (!gw) {
+        fprintf(stderr, "rat-py: %s\n", err);
+        return 1;
+    }
+    long status = 0;
+    char *body = NULL;
+    int rc = 1;
+    json_object *j = NULL, *specs = NULL;
+    if (gateway_request_sync(gw, "GET", "/api/kernelspecs", NULL, GATEWAY_REQUEST_TIMEOUT_MS, &status, &body, err,
+                             sizeof err) < 0) {
+        fprintf(stderr, "rat-py: cannot list the kernelspecs: %s\n", err);
+        goto out;
+    }
+    if (status != 200) {
+        char *e = gateway_http_error(gw, "cannot list the kernelspecs", status, body);
+        fprintf(stderr, "rat-py: %s\n", e);
+        free(e);
+        goto out;
+    }
+    j = json_tokener_parse(body);
+    if (!j || !json_object_object_get_ex(j, "kernelspecs", &specs) || !json_object_is_type(specs, json_type_object)) {
+        fprintf(stderr, "rat-py: the gateway at %s answered GET /api/kernelspecs without a kernelspecs object\n",
+                gateway_url(gw));
+        goto out;
+    }
+    json_object *def = NULL;
+    const char *dname = json_object_object_get_ex(j, "default", &def) ? json_object_get_string(def) : NULL;
+    printf("%-16s  %-10s  %-28s  %s\n", "NAME", "LANGUAGE", "DISPLAY NAME", "WHERE");
+    json_object_object_foreach(specs, name, v)
+    {
+        json_object *spec = NULL, *x = NULL;
+        const char *lang = "", *disp = "";
+        if (json_object_object_get_ex(v, "spec", &spec)) {
+            if (json_object_object_get_ex(spec, "language", &x) && json_object_is_type(x, json_type_string))
+                lang = json_object_get_string(x);
+            if (json_object_object_get_ex(spec, "display_name", &x) && json_object_is_type(x, json_type_string))
+                disp = json_object_get_string(x);
+        }
+        printf("%-16.64s  %-10.32s  %-28.80s  %s%s\n", name, lang, disp, gateway_url(gw),
+               dname && strcmp(dname, name) == 0 ? " (default)" : "");
+    }
+    rc = 0;
+out:
+    json_object_put(j);
+    free(body);
+    gateway_destroy(&gw);
+    return rc;
+}
+
 /* Everything after the command line is parsed. */
 static int s_main(config_t *cfg, const family_t *fam)
 {
@@ -55,7 +114,7 @@ static int s_main(config_t *cfg, const family_t *fam)
         printf("rat-py %s\n", RAT_VERSION);
         return 0;
     case CONFIG_CMD_KERNELS:
-        return s_list_kernels();
+        return o->gateway ? s_list_gateway_kernels(o) : s_list_kernels();
     case CONFIG_CMD_SERVE:
         break;
     }

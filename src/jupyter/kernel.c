@@ -2,6 +2,7 @@
 #define LOG_MODULE "kernel"
 #include "kernel.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,7 +12,9 @@
 
 #include "connfile.h"
 #include "jmsg.h"
+#include "gateway.h"
 #include "kernel_proc.h"
+#include "kernel_ws.h"
 #include "kernel_zmq.h"
 #include "log.h"
 #include "mem.h"
@@ -30,6 +33,7 @@
  * loop that runs the code, so their silence then means nothing. */
 #define HB_DEAD_MS 10000
 #define PORT_RETRIES 3
+#define GW_POLL_MS 5000
 #define LOG_TRIM_BYTES (16L << 20)
 
 struct kernel {
@@ -72,6 +76,14 @@ struct kernel {
     int depth;
     bool doomed;
     uint64_t free_timer;
+    /* On a gateway (kernel.h): */
+    gateway_t *gw;                /* borrowed; NULL for a local kernel */
+    char *remote_id;              /* owned: the kernel's id there, once known */
+    bool remote_owned;            /* we started it: delete it when done */
+    gateway_req_t *gw_req;        /* the POST /api/kernels in flight */
+    gateway_req_t *gw_check;      /* the GET /api/kernels/{id} in flight */
+    uint64_t gw_poll_timer;
+    gateway_req_t *gw_restart;    /* the POST /api/kernels/{id}/restart in flight */
 };
 
 static int s_launch(kernel_t *self, char *err, size_t errlen);
@@ -140,7 +152,12 @@ kernel_state_t kernel_state(const kernel_t *self)
 
 bool kernel_owned(const kernel_t *self)
 {
-    return self->proc != NULL;
+    return self->proc != NULL || self->remote_owned;
+}
+
+bool kernel_remote(const kernel_t *self)
+{
+    return self->gw != NULL;
 }
 
 pid_t kernel_pid(const kernel_t *self)
@@ -207,7 +224,8 @@ static void s_die(kernel_t *self, char *why /* consumed */)
     loop_timer_cancel(self->loop, self->nudge_timer);
     loop_timer_cancel(self->loop, self->boot_timer);
     loop_timer_cancel(self->loop, self->hb_dead_timer);
-    self->nudge_timer = self->boot_timer = self->hb_dead_timer = 0;
+    loop_timer_cancel(self->loop, self->gw_poll_timer);
+    self->nudge_timer = self->boot_timer = self->hb_dead_timer = self->gw_poll_timer = 0;
     if (self->conn)
         kernel_conn_heartbeat(self->conn, 0, 0);
     free(self->dead_why);
@@ -314,12 +332,64 @@ static bool s_hb_while_busy(const kernel_t *self)
     return impl && strcmp(impl, "ipython") == 0;
 }
 
+/* The WebSocket has been down for HB_DEAD_MS: ask the gateway whether the
+ * kernel still exists. */
+static void s_gw_checked(void *ud, long status, const char *body, size_t len, const char *err)
+{
+    kernel_t *self = ud;
+    self->gw_check = NULL;
+    if (self->state == KERNEL_DEAD)
+        return;
+    if (status == 404) {
+        s_die(self, xasprintf("the kernel %s is gone from the gateway (deleted, culled by the gateway's idle "
+                              "culler, or the gateway restarted)",
+                              self->remote_id));
+        return;
+    }
+    if (self->hb_ok)
+        return; /* the periodic look: only a 404 matters */
+    if (status == 200) {
+        /* It is there; the connection keeps trying. Look again later. */
+        log_info("the gateway still has kernel %s; reconnecting", self->remote_id);
+        return;
+    }
+    if (err)
+        s_die(self, xasprintf("the kernel's WebSocket has been down for %d s and %s", HB_DEAD_MS / 1000, err));
+    else
+        s_die(self, gateway_http_error(self->gw, "the kernel's WebSocket is down", status, body));
+}
+
+static void s_gw_check(kernel_t *self)
+{
+    if (!self->gw_check && self->remote_id) {
+        char *path = xasprintf("/api/kernels/%s", self->remote_id);
+        self->gw_check = gateway_request(self->gw, "GET", path, NULL, HB_DEAD_MS / 2, s_gw_checked, self);
+        free(path);
+    }
+}
+
+/* A Jupyter Server keeps the WebSocket of a kernel deleted behind our back
+ * open (and answers its pings), so nothing on the channels says it is gone:
+ * ask the REST API every GW_POLL_MS. */
+static void s_gw_poll(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->gw_poll_timer = loop_timer(loop, GW_POLL_MS, s_gw_poll, self);
+    if (self->state == KERNEL_READY)
+        s_gw_check(self);
+}
+
 static void s_hb_dead(loop_t *loop, void *ud)
 {
     kernel_t *self = ud;
     self->hb_dead_timer = 0;
     if (self->hb_ok || self->state == KERNEL_DEAD)
         return;
+    if (self->gw) {
+        self->hb_dead_timer = loop_timer(loop, HB_DEAD_MS, s_hb_dead, self);
+        s_gw_check(self);
+        return;
+    }
     if (self->busy && !s_hb_while_busy(self)) {
         /* Busy: silence proves nothing. Look again later. */
         self->hb_dead_timer = loop_timer(loop, HB_DEAD_MS, s_hb_dead, self);
@@ -337,6 +407,11 @@ static void s_on_conn_event(void *ud, kconn_event_t ev)
     kernel_t *self = ud;
     if (self->doomed)
         return;
+    if (ev == KCONN_GONE) {
+        const char *why = self->conn && self->conn->ops->error ? self->conn->ops->error(self->conn) : NULL;
+        s_die(self, xstrdup(why ? why : "the kernel is gone"));
+        return;
+    }
     if (ev == KCONN_UP) {
         self->chans_up = true;
         if (self->state == KERNEL_STARTING && self->got_reply && self->got_iopub) {
@@ -531,6 +606,135 @@ static int s_launch(kernel_t *self, char *err, size_t errlen)
     return 0;
 }
 
+/* The kernel's id is known: its WebSocket. */
+static int s_gw_connect(kernel_t *self, char *err, size_t errlen)
+{
+    free(self->conn_path);
+    self->conn_path = xasprintf("%s/api/kernels/%s", gateway_url(self->gw), self->remote_id);
+    self->conn = kernel_ws_new(self->loop, self->gw, self->remote_id, s_on_msg, s_on_conn_event, self, err, errlen);
+    if (!self->conn)
+        return -1;
+    s_connect(self);
+    return 0;
+}
+
+/* A kernel id as Jupyter Server makes them (a UUID); anything else is not
+ * put into a URL. */
+static bool s_id_ok(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)id[i]) || id[i] == '-' || id[i] == '_'))
+            return false;
+    return true;
+}
+
+static void s_gw_started(void *ud, long status, const char *body, size_t len, const char *err)
+{
+    kernel_t *self = ud;
+    self->gw_req = NULL;
+    if (self->state != KERNEL_STARTING)
+        return;
+    if (err) {
+        s_die(self, xasprintf("cannot start a kernel: %s", err));
+        return;
+    }
+    if (status != 201 && status != 200) {
+        s_die(self, gateway_http_error(self->gw, "cannot start a kernel", status, body));
+        return;
+    }
+    json_object *j = json_tokener_parse(body);
+    const char *id = wire_get_str(j, "id");
+    if (!s_id_ok(id)) {
+        json_object_put(j);
+        s_die(self, xasprintf("cannot start a kernel: the gateway at %s answered without a usable kernel id",
+                              gateway_url(self->gw)));
+        return;
+    }
+    self->remote_id = xstrdup(id);
+    json_object_put(j);
+    log_info("kernel %s started on the gateway %s", self->remote_id, gateway_url(self->gw));
+    char e[512];
+    if (s_gw_connect(self, e, sizeof e) < 0)
+        s_die(self, xstrdup(e));
+}
+
+static int s_gw_start(kernel_t *self, const kernel_opts_t *o, char *err, size_t errlen)
+{
+    if (o->gateway_kernel) {
+        if (!s_id_ok(o->gateway_kernel)) {
+            snprintf(err, errlen, "--existing with --gateway takes a kernel id (letters, digits, '-'), not '%.100s'",
+                     o->gateway_kernel);
+            return -1;
+        }
+        self->remote_id = xstrdup(o->gateway_kernel);
+        return s_gw_connect(self, err, errlen);
+    }
+    self->remote_owned = true;
+    const char *name = o->gateway_kernel_name ? o->gateway_kernel_name : "python3";
+    json_object *b = json_object_new_object();
+    json_object_object_add(b, "name", json_object_new_string(name));
+    /* Bounded a little inside the boot timeout, so a gateway that accepts
+     * and never answers is named as such, not as a kernel that never became
+     * ready. */
+    self->gw_req = gateway_request(self->gw, "POST", "/api/kernels", json_object_to_json_string(b),
+                                   self->boot_timeout_ms - self->boot_timeout_ms / 10, s_gw_started, self);
+    json_object_put(b);
+    if (!self->gw_req) {
+        snprintf(err, errlen, "cannot make a request to the gateway");
+        return -1;
+    }
+    self->conn_path = xasprintf("%s/api/kernels", gateway_url(self->gw));
+    return 0;
+}
+
+static void s_gw_action_done(void *ud, long status, const char *body, size_t len, const char *err)
+{
+    char *what = ud;
+    if (err)
+        log_warn("%s: %s", what, err);
+    else if (status < 200 || status > 299) {
+        char *e = gateway_http_error(NULL, what, status, body);
+        log_warn("%s", e);
+        free(e);
+    }
+    free(what);
+}
+
+/* A restart the gateway refused or could not do ends the wait for the new
+ * kernel at once, with the gateway's reason (not at --boot-timeout). */
+static void s_gw_restarted(void *ud, long status, const char *body, size_t len, const char *err)
+{
+    kernel_t *self = ud;
+    self->gw_restart = NULL;
+    if (self->state == KERNEL_DEAD || (!err && status >= 200 && status <= 299))
+        return;
+    char *what = xasprintf("POST /api/kernels/%s/restart", self->remote_id);
+    s_die(self, err ? xasprintf("%s: %s", what, err) : gateway_http_error(self->gw, what, status, body));
+    free(what);
+}
+
+/* POST /api/kernels/{id}/ACTION; failures are logged (their effect, or its
+ * absence, is seen on the channels: cancel and restart have their own
+ * bounds). */
+static int s_gw_action(kernel_t *self, const char *action)
+{
+    if (!self->remote_id)
+        return -1;
+    char *path = xasprintf("/api/kernels/%s/%s", self->remote_id, action);
+    char *what = xasprintf("the gateway's %s of kernel %s", action, self->remote_id);
+    gateway_req_t *r = gateway_request(self->gw, "POST", path, "{}", GATEWAY_REQUEST_TIMEOUT_MS, s_gw_action_done,
+                                       what);
+    free(path);
+    if (!r) {
+        free(what);
+        return -1;
+    }
+    return 0;
+}
+
 kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const kernel_events_t *ev, void *ud,
                        char *err, size_t errlen)
 {
@@ -546,7 +750,12 @@ kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const k
     self->boot_timeout_ms = o->boot_timeout_ms > 0 ? o->boot_timeout_ms : 60000;
     self->runtime_dir = xstrdup(o->runtime_dir ? o->runtime_dir : "/tmp");
     self->started_ms = loop_now_ms();
-    if (o->existing) {
+    if (o->gateway) {
+        self->gw = o->gateway;
+        if (s_gw_start(self, o, err, errlen) < 0)
+            goto fail;
+        self->gw_poll_timer = loop_timer(loop, GW_POLL_MS, s_gw_poll, self);
+    } else if (o->existing) {
         self->conn_path = xstrdup(o->existing);
         if (connfile_read(o->existing, &self->ci, err, errlen) < 0)
             goto fail;
@@ -582,6 +791,7 @@ fail:
 static void s_free(kernel_t *self)
 {
     kernel_conn_destroy(&self->conn);
+    free(self->remote_id);
     connfile_free(&self->ci);
     json_object_put(self->info);
     strv_free(self->argv_template);
@@ -614,6 +824,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->event_timer);
     loop_timer_cancel(self->loop, self->trim_timer);
     loop_timer_cancel(self->loop, self->hb_dead_timer);
+    loop_timer_cancel(self->loop, self->gw_poll_timer);
     if (self->proc && !kernel_proc_exited(self->proc) && self->conn && grace_ms > 0 &&
         self->state == KERNEL_READY) {
         /* Ask politely first: ipykernel then cleans up its own children. */
@@ -622,6 +833,27 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     if (self->proc) {
         kernel_proc_stop(self->proc, grace_ms);
         kernel_proc_destroy(&self->proc);
+    }
+    if (self->gw) {
+        gateway_cancel(self->gw, &self->gw_req);
+        gateway_cancel(self->gw, &self->gw_check);
+        gateway_cancel(self->gw, &self->gw_restart);
+        if (self->remote_owned && self->remote_id) {
+            /* Blocking but bounded: a kernel left on the gateway costs its
+             * owner a pod until the culler finds it. 404: already gone. */
+            char *path = xasprintf("/api/kernels/%s", self->remote_id);
+            long status = 0;
+            char *body = NULL, err[512];
+            if (gateway_request_sync(self->gw, "DELETE", path, NULL, grace_ms > 0 ? 5000 : 2000, &status, &body, err,
+                                     sizeof err) < 0)
+                log_warn("cannot delete kernel %s on the gateway: %s", self->remote_id, err);
+            else if (status != 204 && status != 404)
+                log_warn("deleting kernel %s on the gateway: HTTP %ld", self->remote_id, status);
+            else
+                log_info("kernel %s deleted on the gateway", self->remote_id);
+            free(body);
+            free(path);
+        }
     }
     if (self->owned_file && self->conn_path)
         unlink(self->conn_path);
@@ -653,6 +885,8 @@ int kernel_interrupt(kernel_t *self)
 {
     if (self->state == KERNEL_DEAD)
         return -1;
+    if (self->gw)
+        return s_gw_action(self, "interrupt");
     if (self->interrupt_message || !self->proc)
         return kernel_send(self, KCHAN_CONTROL, "interrupt_request", NULL, NULL, NULL);
     if (kernel_proc_signal(self->proc, SIGINT) < 0)
@@ -671,8 +905,17 @@ int kernel_restart_attached(kernel_t *self)
 {
     if (self->proc || !self->conn || self->state == KERNEL_DEAD)
         return -1;
-    if (kernel_send(self, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(true), NULL, NULL) < 0)
+    if (self->gw) {
+        if (!self->remote_id || self->gw_restart)
+            return -1;
+        char *path = xasprintf("/api/kernels/%s/restart", self->remote_id);
+        self->gw_restart = gateway_request(self->gw, "POST", path, "{}", self->boot_timeout_ms, s_gw_restarted, self);
+        free(path);
+        if (!self->gw_restart)
+            return -1;
+    } else if (kernel_send(self, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(true), NULL, NULL) < 0) {
         return -1;
+    }
     /* Same sockets: ZeroMQ reconnects to the same ports once the owner has
      * started the kernel again. What the old kernel still says is ignored. */
     free(self->stale_session);

@@ -52,6 +52,15 @@ typedef struct {
     int boot_timeout_ms;       /* give up on readiness after this long */
     kernel_conn_factory_fn *connect; /* makes the connection; NULL: ZeroMQ */
     void *connect_ud;          /* the factory's own argument */
+    /* A kernel on a Jupyter Server / Enterprise Gateway (borrowed; it must
+     * outlive the kernel): started there with POST /api/kernels (spec's
+     * name, or "python3"), or attached to gateway_kernel (its id) and left
+     * running. Its channels are a WebSocket (kernel_ws), interrupt and
+     * restart go through the REST API, and destroying an owned one deletes
+     * it there (DELETE, bounded). */
+    struct gateway *gateway;
+    const char *gateway_kernel;
+    const char *gateway_kernel_name;
 } kernel_opts_t;
 
 /* Starts (or attaches to) a kernel. Returns NULL with err filled when nothing
@@ -76,7 +85,9 @@ int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *co
  * continued, so it takes the interrupt instead of holding it pending. Returns
  * 0, or -1 when it cannot be interrupted. */
 int kernel_interrupt(kernel_t *self);
-/* Restarts an attached kernel the only way a non-owner can: asks it to shut
+/* A gateway kernel is restarted through the REST API (POST
+ * /api/kernels/{id}/restart), then handled as below (a new session).
+ * Restarts an attached kernel the only way a non-owner can: asks it to shut
  * down for a restart (shutdown_request, restart=true), which its owner
  * (Jupyter server, jupyter console, ...) answers by starting it again on the
  * same connection file. The kernel is STARTING again and on_ready follows
@@ -90,7 +101,10 @@ void kernel_check_exit(kernel_t *self);
 void kernel_reap_destroyed(void);
 /* At exit: makes sure those are gone, waiting at most max_ms. */
 void kernel_reap_all(int max_ms);
+/* rat-py started it (locally, or on a gateway): its death restarts it. */
 bool kernel_owned(const kernel_t *self);
+/* On a gateway (kernel_opts_t.gateway). */
+bool kernel_remote(const kernel_t *self);
 pid_t kernel_pid(const kernel_t *self);
 int64_t kernel_started_ms(const kernel_t *self);
 const char *kernel_connection_file(const kernel_t *self);

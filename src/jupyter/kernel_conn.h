@@ -30,6 +30,9 @@ typedef enum {
     KCONN_HB_LOST,   /* no heartbeat reply within the tolerance */
     KCONN_HB_OK,     /* heartbeat replies again */
     KCONN_UP,        /* shell, control and stdin are all connected to the kernel */
+    KCONN_GONE,      /* the kernel no longer exists at the other end, or the peer
+                      * refuses us for good (a gateway's 404, 401, 403): the
+                      * connection's error op says why */
 } kconn_event_t;
 
 typedef struct {
@@ -58,6 +61,8 @@ typedef struct {
     void (*heartbeat)(kernel_conn_t *self, int interval_ms, int tolerance_ms);
     void (*stats)(const kernel_conn_t *self, kconn_stats_t *out);
     void (*destroy)(kernel_conn_t *self);
+    /* Optional (NULL): a sentence for the last KCONN_GONE, or NULL. */
+    const char *(*error)(const kernel_conn_t *self);
 } kernel_conn_ops_t;
 
 struct kernel_conn {

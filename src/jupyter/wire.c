@@ -472,6 +472,26 @@ void wire_msg_free(wire_msg_t *m)
     memset(m, 0, sizeof *m);
 }
 
+wire_err_t wire_from_json(json_object *msg, wire_msg_t *out)
+{
+    memset(out, 0, sizeof *out);
+    json_object *h = NULL, *p = NULL, *c = NULL;
+    if (!json_object_is_type(msg, json_type_object) || !json_object_object_get_ex(msg, "header", &h) ||
+        !json_object_is_type(h, json_type_object) || !json_object_object_get_ex(msg, "parent_header", &p) ||
+        !json_object_is_type(p, json_type_object) || !json_object_object_get_ex(msg, "content", &c) ||
+        !json_object_is_type(c, json_type_object))
+        return WIRE_ERR_JSON;
+    out->header = json_object_get(h);
+    out->parent = json_object_get(p);
+    out->content = json_object_get(c);
+    const char *t = wire_get_str(h, "msg_type");
+    out->msg_type = t ? t : "";
+    const char *id = wire_get_str(h, "msg_id");
+    out->msg_id = id ? id : "";
+    out->parent_id = wire_get_str(p, "msg_id");
+    return WIRE_OK;
+}
+
 /* ------------------------------------------------------------------ encode */
 
 void wire_new_id(char out[WIRE_ID_LEN + 1])

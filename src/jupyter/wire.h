@@ -102,6 +102,12 @@ const char *wire_strerror(wire_err_t err);
 wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const void *const frames[],
                        const size_t lens[], size_t n, wire_msg_t *out);
 void wire_msg_free(wire_msg_t *m);
+/* Fills *out from a message that arrived whole as JSON (a Jupyter Server's
+ * WebSocket: {header, parent_header, metadata, content, ...}), taking
+ * references to its parts; msg stays the caller's. The same checks as
+ * wire_decode's after the signature: header, parent_header and content must
+ * be objects. On failure *out is zeroed. */
+wire_err_t wire_from_json(json_object *msg, wire_msg_t *out);
 
 /* An outgoing message: the four signed JSON parts live in one buffer. */
 typedef struct {

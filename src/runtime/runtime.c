@@ -11,6 +11,7 @@
  *   runtime_ready.c      readiness deferral and reset policy */
 #define LOG_MODULE "runtime"
 #include "runtime_internal.h"
+#include "gateway.h"
 
 static const char *s_state_text(runtime_t *self);
 
@@ -58,6 +59,20 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
     self->connect_ud = o->connect_ud;
     self->vars = -1;
     self->next_id = 1;
+    if (o->gateway_url) {
+        gateway_opts_t go = {.url = o->gateway_url, .token = o->gateway_token, .ca_file = o->gateway_ca,
+                             .insecure = o->gateway_insecure};
+        self->gateway = gateway_new(loop, &go, err, errlen);
+        if (!self->gateway) {
+            runtime_destroy(&self, 0);
+            return NULL;
+        }
+        /* The kernelspec is the gateway's: its language comes with the
+         * kernel_info_reply. */
+        self->language = xstrdup(strncmp(self->kernel_name, "python", 6) == 0 ? "python" : "kernel");
+        rt_start_kernel(self);
+        return self;
+    }
     if (!self->existing && !self->argv) {
         self->spec = kernelspec_find(self->kernel_name, err, errlen);
         if (!self->spec) {
@@ -84,6 +99,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->collect_timer);
     rt_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
+    gateway_destroy(&self->gateway); /* after its kernel, which deletes itself there */
     /* Killed kernels are reaped on SIGCHLD; none may outlive the runtime. */
     kernel_reap_all(2000);
     rt_flush_pending(self, "rat-py is shutting down");

@@ -57,6 +57,11 @@ typedef struct {
      * restarts, spare swaps and replies in any order. */
     kernel_conn_factory_fn *connect;
     void *connect_ud;
+    /* A Jupyter Server / Enterprise Gateway (gateway.h): kernels are started
+     * there (kernel_name is the remote kernelspec), or existing is a kernel
+     * id there. The runtime owns the client. */
+    const char *gateway_url, *gateway_token, *gateway_ca;
+    bool gateway_insecure;
 } runtime_opts_t;
 
 typedef enum {

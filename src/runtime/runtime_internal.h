@@ -151,6 +151,7 @@ struct runtime {
     bool allow_restart;
     kernelspec_t *spec;            /* owned, NULL when attaching or with argv */
     kernel_t *kernel;              /* owned */
+    struct gateway *gateway;       /* owned: kernels on a Jupyter Server, or NULL */
     rt_kstate_t kstate;
     char *fail_reason;             /* owned, when ST_FAILED */
     char *language;                /* owned: from kernel_info, else the spec */

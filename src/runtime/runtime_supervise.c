@@ -203,6 +203,12 @@ void rt_start_kernel(runtime_t *self)
         .connect = self->connect,
         .connect_ud = self->connect_ud,
     };
+    if (self->gateway) {
+        ko.gateway = self->gateway;
+        ko.gateway_kernel = self->existing; /* an id there */
+        ko.gateway_kernel_name = self->kernel_name;
+        ko.existing = NULL;
+    }
     char err[1024];
     self->kstate = ST_STARTING;
     self->kernel = kernel_start(self->loop, self->zctx, &ko, &rt_kernel_events, self, err, sizeof err);
@@ -278,7 +284,9 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     }
     /* An attached kernel is restarted by its owner, on request; ours are
      * replaced. */
-    bool attached_restart = self->existing && self->kernel && kernel_restart_attached(self->kernel) == 0;
+    /* A gateway's kernels too: the gateway restarts them (REST). */
+    bool attached_restart = (self->existing || self->gateway) && self->kernel &&
+                            kernel_restart_attached(self->kernel) == 0;
     if (!attached_restart)
         kernel_destroy(&self->kernel, 0);
     self->lang = NULL;

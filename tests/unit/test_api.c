@@ -87,6 +87,36 @@ static void test_other_ranges(void)
     CHECK(s_refused(&o, "give either --python or --venv (python, venv), not both"));
 }
 
+static void test_gateway_options(void)
+{
+    rat_options_t o;
+    rat_options_init(&o);
+    o.gateway = "http://127.0.0.1:8888";
+    o.gateway_token = "t";
+    o.kernel = "ir"; /* a kernelspec there */
+    CHECK(s_accepted(&o));
+    o.kernel = NULL;
+    o.existing = "6c0d2f3e-aaaa-bbbb-cccc-000000000000"; /* a kernel id there */
+    CHECK(s_accepted(&o));
+    o.existing = NULL;
+    o.spare = true;
+    CHECK(s_refused(&o, "--gateway (gateway) runs the kernel on a Jupyter Server; it cannot be combined with "
+                        "--python, --venv or --spare"));
+    o.spare = false;
+    o.venv = "/tmp";
+    CHECK(s_refused(&o, "--python, --venv or --spare"));
+    rat_options_init(&o);
+    o.gateway = "ws://127.0.0.1:8888";
+    CHECK(s_refused(&o, "--gateway (gateway) must be an http:// or https:// URL, not 'ws://127.0.0.1:8888'"));
+    rat_options_init(&o);
+    o.gateway_insecure = true;
+    CHECK(s_refused(&o, "--gateway-token, --gateway-ca and --gateway-insecure (gateway_token, gateway_ca, "
+                        "gateway_insecure) need --gateway"));
+    rat_options_init(&o);
+    o.gateway_ca = "/etc/ssl/certs/ca-certificates.crt";
+    CHECK(s_refused(&o, "need --gateway"));
+}
+
 static void test_origins(void)
 {
     const char *origins[RAT_MAX_ALLOW_ORIGINS + 2];
@@ -242,6 +272,7 @@ int main(void)
 {
     RUN_CASE(test_boot_timeout_range);
     RUN_CASE(test_other_ranges);
+    RUN_CASE(test_gateway_options);
     RUN_CASE(test_origins);
     RUN_CASE(test_strings_copied);
     RUN_CASE(test_run_error);

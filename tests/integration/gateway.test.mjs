@@ -1,0 +1,440 @@
+// --gateway: kernels on a real Jupyter Server (Debian's python3-jupyter-server)
+// started here on loopback with a token and a runtime dir of its own (so
+// rat-py cannot find the kernel's connection file locally). The same tools
+// and texts as with a local kernel; the REST API starts, interrupts,
+// restarts and deletes the kernel; the channels are a WebSocket.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { connect, run, ctl, call, until, scratch, RAT, ms, WRAPPED } from './lib.mjs';
+
+const TOKEN = 'gw-test-token';
+let server;
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on('error', reject);
+  });
+}
+
+/** A Jupyter Server on loopback; resolves once its REST API answers. */
+async function startServer(extra = [], scheme = 'http') {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-gw-'));
+  const port = await freePort();
+  // Its log goes to a file: a pipe would be inherited by its kernels and
+  // keep this process waiting for them.
+  const logFile = path.join(dir, 'server.log');
+  const proc = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${port}`,
+    '--ip=127.0.0.1', `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${dir}`, ...extra],
+  { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime') }, stdio: ['ignore', 'ignore', openSync(logFile, 'a')], detached: true });
+  proc.unref();
+  const url = `${scheme}://127.0.0.1:${port}`;
+  await until(async () => (await api(url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200,
+    60_000, 'the Jupyter Server');
+  return {
+    url, port, dir, proc, log: () => readFileSync(logFile, 'utf8'),
+    /** SIGTERM first: Jupyter Server then shuts its kernels down. */
+    async stop() {
+      const gone = () => { try { process.kill(-this.proc.pid, 0); return false; } catch { return true; } };
+      try { process.kill(-this.proc.pid, 'SIGTERM'); } catch { /* gone */ }
+      await until(gone, 10_000, 'the server to stop').catch(() => { try { process.kill(-this.proc.pid, 'SIGKILL'); } catch { /* gone */ } });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function api(url, method, p, body, token = TOKEN) {
+  if (url.startsWith('https:')) return { status: await curlStatus(url + p, token) };
+  const r = await fetch(url + p, { method, headers: { Authorization: `token ${token}`, 'Content-Type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined });
+  const text = await r.text();
+  return { status: r.status, json: text ? JSON.parse(text) : null };
+}
+
+/** https: Node's fetch would need the CA in its own store; curl takes --cacert. */
+async function curlStatus(u, token) {
+  const r = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', tlsCA, '-H', `Authorization: token ${token}`, u], { encoding: 'utf8', timeout: 10_000 });
+  return Number(r.stdout || 0);
+}
+let tlsCA = '';
+
+const kernels = async (url = server.url) => (await api(url, 'GET', '/api/kernels')).json;
+
+before(async () => { server = await startServer(); });
+after(async () => { await server?.stop(); });
+
+const gw = (extra = []) => ['--gateway', server.url, '--gateway-token', TOKEN, ...extra];
+
+test('run, look, input(), a plot, completions, a 200k-line flood; the kernel is deleted on exit', async () => {
+  const h = await connect({ args: gw() });
+  let id;
+  try {
+    let r = await run(h, 'x = 42\nprint(x)');
+    assert.match(r.text, /^42\n\n✓ \d+ms \| 1 var$/);
+    const ks = await kernels();
+    assert.equal(ks.length, 1, 'one kernel on the server');
+    id = ks[0].id;
+    r = await ctl(h, 'status');
+    assert.match(r.text, new RegExp(`connection file: ${server.url}/api/kernels/${id}`));
+    r = await call(h, 'look', {});
+    assert.match(r.text, /^python idle \| 1 var \| exec #1\n\n {2}x {2}int {2}42$/);
+    r = await call(h, 'look', { code: 'import math; math.sq', cursor: 20 });
+    assert.equal(r.text, 'sqrt  function  sqrt(x, /)');
+    r = await call(h, 'look', { at: 'x' });
+    assert.match(r.text, /^x: int/);
+    r = await run(h, 'name = input("Name: ")\nprint("hi", name)');
+    assert.match(r.text, /^INPUT REQUESTED: "Name: "/);
+    r = await call(h, 'run', { code: '', input: 'Alice' });
+    assert.match(r.text, /^hi Alice\n\n✓ /);
+    r = await run(h, 'from IPython.display import display, SVG\ndisplay(SVG(\'<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\'))');
+    assert.match(r.text, /\[image: rat:\/\/assets\/[0-9a-f]{32}\.svg \(file: .*\)\]\n\n✓ .*1 asset$/);
+    r = await run(h, 'for i in range(200000): print(i)');
+    assert.match(r.text, /^0\n1\n2\n/);
+    assert.match(r.text, /… \[199900 lines truncated\] …/);
+    assert.match(r.text, /\n199999\n\[full output: .*\.txt\]\n\n✓ /);
+  } finally {
+    await h.close();
+  }
+  await until(async () => (await kernels()).length === 0, 10_000, 'the kernel deleted on the server');
+});
+
+test('ctl cancel interrupts through REST; ctl restart restarts there (variables lost)', async () => {
+  const h = await connect({ args: gw() });
+  try {
+    await run(h, 'keep = 1');
+    let r = await run(h, 'import time\nprint("sleeping", flush=True)\ntime.sleep(60)', { wait: 1 });
+    assert.match(r.text, /^sleeping\n\n⏳ running/);
+    const t0 = Date.now();
+    r = await ctl(h, 'cancel');
+    assert.match(r.text, /^CANCELLED exec #\d+$/);
+    assert.ok(Date.now() - t0 < ms(10_000));
+    assert.match((await run(h, 'print(keep)')).text, /^1\n/, 'an interrupt keeps the state');
+    const id = (await kernels())[0].id;
+    r = await ctl(h, 'restart');
+    assert.match(r.text, /^RESTARTED/);
+    assert.match((await run(h, 'print(globals().get("keep", "gone"))')).text, /^gone\n/);
+    assert.equal((await kernels())[0].id, id, 'the same kernel id: the server restarted it');
+  } finally {
+    await h.close();
+  }
+});
+
+test('a wrong token is named as such (HTTP 401), at once', async () => {
+  const h = await connect({ args: ['--gateway', server.url, '--gateway-token', 'wrong'] });
+  try {
+    const t0 = Date.now();
+    const r = await run(h, 'print(1)');
+    assert.equal(r.isError, true);
+    assert.match(r.text, /refused the token \(HTTP 40[13] (Unauthorized|Forbidden)\): give the right one with --gateway-token/);
+    assert.ok(Date.now() - t0 < ms(10_000));
+  } finally {
+    await h.close();
+  }
+});
+
+test('a gateway that refuses connections: a clear error, bounded', async () => {
+  const port = await freePort();
+  const h = await connect({ args: ['--gateway', `http://127.0.0.1:${port}`] });
+  try {
+    const r = await run(h, 'print(1)');
+    assert.equal(r.isError, true);
+    assert.match(r.text, new RegExp(`the gateway at http://127\\.0\\.0\\.1:${port} refused the connection \\(is it running\\?\\)`));
+  } finally {
+    await h.close();
+  }
+});
+
+test('JUPYTER_GATEWAY_URL and JUPYTER_GATEWAY_AUTH_TOKEN stand for the options', async () => {
+  const h = await connect({ env: { JUPYTER_GATEWAY_URL: server.url, JUPYTER_GATEWAY_AUTH_TOKEN: TOKEN } });
+  try {
+    assert.match((await run(h, 'print(6*7)')).text, /^42\n/);
+    assert.equal((await kernels()).length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+test('--existing ID attaches to a kernel there and leaves it running', async () => {
+  const k = await api(server.url, 'POST', '/api/kernels', { name: 'python3' });
+  assert.equal(k.status, 201);
+  const id = k.json.id;
+  try {
+    const h = await connect({ args: gw(['--existing', id]) });
+    try {
+      await run(h, 'left = "here"');
+      const r = await ctl(h, 'restart');
+      assert.match(r.text, /refused unless rat-py runs with --allow-restart/);
+    } finally {
+      await h.close();
+    }
+    assert.ok((await kernels()).some((x) => x.id === id), 'the kernel outlives rat-py');
+    const h2 = await connect({ args: gw(['--existing', id]) });
+    try {
+      assert.match((await run(h2, 'print(left)')).text, /^here\n/);
+    } finally {
+      await h2.close();
+    }
+  } finally {
+    await api(server.url, 'DELETE', `/api/kernels/${id}`);
+  }
+});
+
+test('a kernel deleted behind rat-py\'s back is reported like a death; the next run gets a new one', async () => {
+  const h = await connect({ args: gw() });
+  try {
+    await run(h, 'v = 1');
+    const id = (await kernels())[0].id;
+    assert.equal((await api(server.url, 'DELETE', `/api/kernels/${id}`)).status, 204);
+    let r;
+    await until(async () => {
+      r = await ctl(h, 'status');
+      return !/idle \|/.test(r.text.split('\n')[0]) || /gone from the gateway/.test(r.text);
+    }, 30_000, 'the death noticed');
+    r = await run(h, 'print(globals().get("v", "new kernel"))');
+    assert.match(r.text, /new kernel/);
+    assert.match(r.text, /is gone from the gateway/);
+    const ks = await kernels();
+    assert.equal(ks.length, 1);
+    assert.notEqual(ks[0].id, id);
+  } finally {
+    await h.close();
+  }
+});
+
+/** A TCP proxy the test controls: cut() drops every connection through it. */
+async function proxy(port) {
+  const socks = new Set();
+  const srv = net.createServer((c) => {
+    const u = net.connect(port, '127.0.0.1');
+    socks.add(c); socks.add(u);
+    c.pipe(u); u.pipe(c);
+    const end = () => { c.destroy(); u.destroy(); socks.delete(c); socks.delete(u); };
+    c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    count: () => socks.size,
+    cut() { for (const s of socks) s.destroy(); socks.clear(); },
+    close() { this.cut(); srv.close(); },
+  };
+}
+
+test('the WebSocket dropped mid-run: rat-py reconnects and the result is not lost', async () => {
+  const p = await proxy(server.port);
+  const h = await connect({ args: ['--gateway', p.url, '--gateway-token', TOKEN, '--log-level', 'info'] });
+  try {
+    await run(h, 'pass');
+    const pending = run(h, 'import time\nfor i in range(6):\n    print("tick", i, flush=True)\n    time.sleep(0.5)\nprint("done")');
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.ok(p.count() > 0);
+    p.cut();
+    const r = await pending;
+    assert.equal(r.isError, false, r.text);
+    assert.match(r.text, /^tick 0\ntick 1\ntick 2\ntick 3\ntick 4\ntick 5\ndone\n\n✓ /);
+    assert.match((await run(h, 'print("after")')).text, /^after\n/);
+    assert.match(h.stderr(), /kernel WebSocket lost: .*reconnecting/);
+    assert.match(h.stderr(), /kernel WebSocket reconnected/);
+  } finally {
+    await h.close();
+    p.close();
+  }
+});
+
+test('rat-py kernels --gateway lists the server\'s kernelspecs', () => {
+  const r = spawnSync(RAT, ['kernels', ...gw()], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^python3\\s+python\\s+Python 3 \\(ipykernel\\)\\s+${server.url} \\(default\\)$`, 'm'));
+  const bad = spawnSync(RAT, ['kernels', '--gateway', server.url, '--gateway-token', 'nope'], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /refused the token \(HTTP 40[13]/);
+});
+
+test('rat-py doctor --gateway checks the server, the token and the kernelspec there', () => {
+  const r = spawnSync(RAT, ['doctor', ...gw()], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, new RegExp(`^✓ gateway: ${server.url} answers with the token, kernelspec python3 there \\(\\d+ kernelspecs, \\d+ ms\\)$`, 'm'));
+  assert.match(r.stdout, /^✓ run round trip: \d+ ms/m);
+  const bad = spawnSync(RAT, ['doctor', '--gateway', server.url, '--gateway-token', 'nope'], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(bad.status, 1);
+  assert.match(bad.stdout, /^✗ gateway: GET \/api\/kernelspecs: the gateway at .* refused the token \(HTTP 40[13]/m);
+  const missing = spawnSync(RAT, ['doctor', ...gw(['--kernel', 'nosuch'])], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(missing.status, 1);
+  assert.match(missing.stdout, /^✗ gateway: .* has no kernelspec nosuch/m);
+});
+
+test('libcurl and libwslay are loaded only by a gateway kernel (stdio users with local kernels pay nothing)', async () => {
+  const maps = (pid) => readFileSync(`/proc/${pid}/maps`, 'utf8');
+  const local = await connect();
+  try {
+    await run(local, 'pass');
+    assert.doesNotMatch(maps(local.pid()), /libcurl|libwslay/);
+  } finally {
+    await local.close();
+  }
+  const remote = await connect({ args: gw() });
+  try {
+    await run(remote, 'pass');
+    assert.match(maps(remote.pid()), /libcurl\.so/);
+    assert.match(maps(remote.pid()), /libwslay\.so/);
+  } finally {
+    await remote.close();
+  }
+});
+
+test('https/wss: verified with --gateway-ca; refused without it (named); --gateway-insecure for testing', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-gw-tls-'));
+  const ossl = (...a) => {
+    const r = spawnSync('openssl', a, { cwd: dir, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  };
+  ossl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=rat-py test CA');
+  ossl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=127.0.0.1');
+  writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
+  ossl('x509', '-req', '-in', 'srv.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'srv.pem', '-days', '2', '-extfile', 'ext.cnf');
+  tlsCA = path.join(dir, 'ca.pem');
+  const tls = await startServer([`--certfile=${path.join(dir, 'srv.pem')}`, `--keyfile=${path.join(dir, 'srv.key')}`], 'https');
+  try {
+    assert.match(tls.url, /^https:/);
+    let h = await connect({ args: ['--gateway', tls.url, '--gateway-token', TOKEN, '--gateway-ca', tlsCA] });
+    try {
+      assert.match((await run(h, 'print(6*7)')).text, /^42\n\n✓ /);
+      const r = await run(h, 'import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.2)');
+      assert.match(r.text, /^0\n1\n2\n\n✓ /);
+    } finally {
+      await h.close();
+    }
+    h = await connect({ args: ['--gateway', tls.url, '--gateway-token', TOKEN] });
+    try {
+      const r = await run(h, 'print(1)');
+      assert.equal(r.isError, true);
+      assert.match(r.text, /failed TLS verification \(give its CA with --gateway-ca\): SSL certificate problem/);
+    } finally {
+      await h.close();
+    }
+    h = await connect({ args: ['--gateway', tls.url, '--gateway-token', TOKEN, '--gateway-insecure'] });
+    try {
+      assert.match((await run(h, 'print(7)')).text, /^7\n\n✓ /);
+    } finally {
+      await h.close();
+    }
+  } finally {
+    await tls.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a gateway that accepts and never answers: a timeout that says so, within --boot-timeout', async () => {
+  const held = [];
+  const mute = net.createServer((c) => { held.push(c); c.on('error', () => {}); });
+  await new Promise((r) => mute.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${mute.address().port}`;
+  const h = await connect({ args: ['--gateway', url, '--boot-timeout', '3'] });
+  try {
+    const t0 = Date.now();
+    const r = await run(h, 'print(1)');
+    assert.equal(r.isError, true);
+    assert.match(r.text, new RegExp(`cannot start a kernel: the gateway at ${url} timed out: Operation timed out after 2\\d{3} milliseconds`));
+    assert.ok(Date.now() - t0 < ms(10_000), `${Date.now() - t0} ms`);
+  } finally {
+    await h.close();
+    for (const c of held) c.destroy();
+    mute.close();
+  }
+});
+
+test('the gateway restarts (its kernels die with it): reported, and the next run gets a new kernel there', async () => {
+  const s2 = await startServer();
+  const h = await connect({ args: ['--gateway', s2.url, '--gateway-token', TOKEN] });
+  try {
+    await run(h, 'v = 1');
+    process.kill(-s2.proc.pid, 'SIGKILL');
+    await until(() => { try { process.kill(-s2.proc.pid, 0); return false; } catch { return true; } }, 10_000, 'the server gone');
+    // the same port, a new server (no kernels)
+    const again = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${s2.port}`,
+      '--ip=127.0.0.1', `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${s2.dir}`],
+    { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(s2.dir, 'runtime2') }, stdio: 'ignore', detached: true });
+    again.unref();
+    s2.proc = again;
+    await until(async () => (await api(s2.url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200, 60_000, 'the server back');
+    let r;
+    await until(async () => {
+      r = await ctl(h, 'status');
+      return /gone from the gateway|WebSocket has been down/.test(r.text);
+    }, 40_000, 'the death noticed');
+    r = await run(h, 'print(globals().get("v", "new kernel"))');
+    assert.match(r.text, /new kernel/);
+    assert.equal((await kernels(s2.url)).length, 1);
+  } finally {
+    await h.close();
+    await s2.stop();
+  }
+});
+
+test('a restart the gateway cannot do fails at once with its reason; the next run starts a new kernel', async () => {
+  const h = await connect({ args: gw() });
+  try {
+    await run(h, 'v = 1');
+    const id = (await kernels())[0].id;
+    assert.equal((await api(server.url, 'DELETE', `/api/kernels/${id}`)).status, 204);
+    const t0 = Date.now();
+    let r = await ctl(h, 'restart');
+    assert.ok(Date.now() - t0 < ms(10_000), `${Date.now() - t0} ms`);
+    assert.equal(r.isError, true, r.text);
+    // Jupyter Server answers 500 for a kernel it no longer has
+    assert.match(r.text, /^restart failed: POST \/api\/kernels\/[0-9a-f-]+\/restart: the gateway at http:\/\/127\.0\.0\.1:\d+ answered HTTP (404|500)/);
+    r = await run(h, 'print(globals().get("v", "new kernel"))');
+    assert.match(r.text, /new kernel/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('the Python API takes the gateway options (rat_options_t and its ctypes mirror agree)', {
+  skip: process.env.RAT_PY_SANITIZED ? 'sanitizer build' : WRAPPED ? 'RAT_PY_WRAPPER wraps rat-py only'
+    : !process.env.RAT_BUILD_DIR ? 'RAT_BUILD_DIR not set' : false,
+}, async () => {
+  const src = path.resolve(new URL('.', import.meta.url).pathname, '../..');
+  const env = { ...process.env, PYTHONPATH: path.join(src, 'python'), LD_LIBRARY_PATH: process.env.RAT_BUILD_DIR, PYTHONDONTWRITEBYTECODE: '1' };
+  const code = `from rat_py import create_mcp_server\ncreate_mcp_server(gateway=${JSON.stringify(server.url)}, gateway_token=${JSON.stringify(TOKEN)}).run()\n`;
+  const work = scratch();
+  const transport = new StdioClientTransport({ command: '/usr/bin/python3', args: ['-c', code], cwd: work.dir, env, stderr: 'pipe' });
+  const client = new Client({ name: 'rat-py-gateway-tests', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(transport);
+  try {
+    const r = await run({ client }, 'print(6 * 7)');
+    assert.match(r.text, /^42\n\n✓ /);
+    assert.equal((await kernels()).length, 1);
+  } finally {
+    await client.close();
+    work.cleanup();
+  }
+  await until(async () => (await kernels()).length === 0, 10_000, 'the kernel deleted');
+});
+
+test('a kernel culled by the server\'s idle culler is reported; the next run gets a new one', async () => {
+  const s3 = await startServer(['--MappingKernelManager.cull_idle_timeout=4', '--MappingKernelManager.cull_interval=1',
+    '--MappingKernelManager.cull_connected=True']);
+  const h = await connect({ args: ['--gateway', s3.url, '--gateway-token', TOKEN] });
+  try {
+    await run(h, 'v = 1');
+    let r;
+    await until(async () => {
+      r = await ctl(h, 'status');
+      return /is gone from the gateway \(deleted, culled by the gateway's idle culler, or the gateway restarted\)/.test(r.text);
+    }, 40_000, 'the culling noticed');
+    r = await run(h, 'print(globals().get("v", "new kernel"))');
+    assert.match(r.text, /new kernel/);
+  } finally {
+    await h.close();
+    await s3.stop();
+  }
+});

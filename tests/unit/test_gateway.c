@@ -1,0 +1,415 @@
+/* Unit tests: what the gateway path takes from outside before anything
+ * trusts it: the --gateway URL (gateway_new), the server's error bodies
+ * (gateway_http_error), and WebSocket messages (wire_from_json: the
+ * checks that stand in for a signature on the JSON form), and kernel_ws
+ * against a fake peer for what a real Jupyter Server never sends (broken
+ * upgrades, frames that are not Jupyter messages, absurd lengths). The real
+ * server is tests/integration/gateway.test.mjs's. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "buf.h"
+#include "check.h"
+#include "gateway.h"
+#include "kernel_ws.h"
+#include "loop.h"
+#include "mem.h"
+#include "wire.h"
+
+static gateway_t *s_gw(const char *url, const char *token, char *err, size_t errlen)
+{
+    gateway_opts_t o = {.url = url, .token = token};
+    return gateway_new(NULL, &o, err, errlen);
+}
+
+static void s_check_urls(void)
+{
+    char err[512];
+    gateway_t *gw = s_gw("http://127.0.0.1:8888/", "t", err, sizeof err);
+    CHECK(gw != NULL);
+    if (gw) {
+        CHECK_EQ_STR(gateway_url(gw), "http://127.0.0.1:8888");
+        CHECK_EQ_STR(gateway_host(gw), "127.0.0.1");
+        CHECK_EQ_INT(gateway_port(gw), 8888);
+        CHECK_EQ_STR(gateway_base(gw), "");
+        CHECK(!gateway_tls(gw));
+        CHECK_EQ_STR(gateway_token(gw), "t");
+    }
+    gateway_destroy(&gw);
+    CHECK(gw == NULL);
+    gw = s_gw("https://gw.example.org/user/alice//", NULL, err, sizeof err);
+    CHECK(gw != NULL);
+    if (gw) {
+        CHECK(gateway_tls(gw));
+        CHECK_EQ_INT(gateway_port(gw), 443);
+        CHECK_EQ_STR(gateway_base(gw), "/user/alice");
+        CHECK_EQ_STR(gateway_url(gw), "https://gw.example.org:443/user/alice");
+        CHECK(gateway_token(gw) == NULL);
+    }
+    gateway_destroy(&gw);
+    gw = s_gw("http://[::1]:9000", NULL, err, sizeof err);
+    CHECK(gw != NULL);
+    if (gw) {
+        CHECK_EQ_STR(gateway_host(gw), "::1");
+        CHECK_EQ_STR(gateway_url(gw), "http://[::1]:9000");
+    }
+    gateway_destroy(&gw);
+    static const char *const bad[] = {
+        "ftp://h/", "http://", "http://:80", "http://h:0", "http://h:65536", "http://h:12ab", "http://h:",
+        "http://[::1", "http://h/a b", "http://h/a?b=1", "http://h/#x", "http://us er@h/", "http://h\r\nX: y/",
+        "127.0.0.1:8888", "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        gw = s_gw(bad[i], NULL, err, sizeof err);
+        if (gw)
+            fprintf(stderr, "accepted bad URL '%s'\n", bad[i]);
+        CHECK(gw == NULL);
+        CHECK(err[0] != '\0');
+        gateway_destroy(&gw);
+    }
+    /* A token that would split the Authorization header. */
+    gw = s_gw("http://h:1", "a\r\nX-Evil: 1", err, sizeof err);
+    CHECK(gw == NULL);
+    CHECK(strstr(err, "printable ASCII") != NULL);
+}
+
+static void s_check_errors(void)
+{
+    char err[256];
+    gateway_t *gw = s_gw("http://127.0.0.1:1", NULL, err, sizeof err);
+    CHECK(gw != NULL);
+    if (!gw)
+        return;
+    char *e = gateway_http_error(gw, "cannot start a kernel", 401, "{\"message\": \"nope\"}");
+    CHECK_EQ_STR(e, "cannot start a kernel: the gateway at http://127.0.0.1:1 refused the token (HTTP 401 Unauthorized): "
+                 "give the right one with --gateway-token or JUPYTER_GATEWAY_AUTH_TOKEN");
+    free(e);
+    e = gateway_http_error(gw, "x", 404, "{\"message\": \"No such kernelspec nosuch\", \"reason\": null}");
+    CHECK_EQ_STR(e, "x: the gateway at http://127.0.0.1:1 answered HTTP 404: No such kernelspec nosuch");
+    free(e);
+    /* Not JSON, a non-string message, a huge message: no crash, bounded. */
+    e = gateway_http_error(gw, "x", 500, "<html>oops</html>");
+    CHECK_EQ_STR(e, "x: the gateway at http://127.0.0.1:1 answered HTTP 500");
+    free(e);
+    e = gateway_http_error(gw, "x", 500, "{\"message\": [1]}");
+    CHECK_EQ_STR(e, "x: the gateway at http://127.0.0.1:1 answered HTTP 500");
+    free(e);
+    char *big = xmalloc(100001);
+    memset(big, 'm', 100000);
+    big[100000] = '\0';
+    char *body = xasprintf("{\"message\": \"%s\"}", big);
+    e = gateway_http_error(gw, "x", 500, body);
+    CHECK(strlen(e) < 400);
+    free(e);
+    free(body);
+    free(big);
+    /* A refused connection, synchronously: a sentence, no status. */
+    long status = -1;
+    char *out = NULL, why[512];
+    CHECK_EQ_INT(gateway_request_sync(gw, "GET", "/api/kernelspecs", NULL, 2000, &status, &out, why, sizeof why), -1);
+    CHECK(strstr(why, "refused the connection (is it running?)") != NULL);
+    CHECK(out == NULL);
+    gateway_destroy(&gw);
+}
+
+static void s_check_json_messages(void)
+{
+    wire_msg_t m;
+    json_object *j = json_tokener_parse(
+        "{\"header\":{\"msg_id\":\"a1\",\"msg_type\":\"stream\",\"session\":\"s\"},\"parent_header\":{\"msg_id\":\"p9\"},"
+        "\"metadata\":{},\"content\":{\"name\":\"stdout\",\"text\":\"h\\u00e9\\n\"},\"buffers\":[],\"channel\":\"iopub\"}");
+    CHECK_EQ_INT(wire_from_json(j, &m), WIRE_OK);
+    CHECK_EQ_STR(m.msg_type, "stream");
+    CHECK_EQ_STR(m.msg_id, "a1");
+    CHECK_EQ_STR(m.parent_id, "p9");
+    const char *t = NULL;
+    size_t len = 0;
+    CHECK(wire_stream_next(&m, &t, &len));
+    CHECK_EQ_INT(len, 4);
+    CHECK(t && memcmp(t, "h\xc3\xa9\n", 4) == 0);
+    CHECK(!wire_stream_next(&m, &t, &len));
+    json_object_put(j); /* the message keeps its own references */
+    CHECK_EQ_STR(m.msg_type, "stream");
+    wire_msg_free(&m);
+    /* An empty parent (a message nobody asked for): no parent id. */
+    j = json_tokener_parse("{\"header\":{},\"parent_header\":{},\"content\":{}}");
+    CHECK_EQ_INT(wire_from_json(j, &m), WIRE_OK);
+    CHECK(m.parent_id == NULL);
+    CHECK_EQ_STR(m.msg_type, "");
+    CHECK_EQ_STR(m.msg_id, "");
+    wire_msg_free(&m);
+    json_object_put(j);
+    static const char *const bad[] = {
+        "[]", "1", "\"x\"", "{}", "{\"header\":{},\"parent_header\":{}}", "{\"header\":[],\"parent_header\":{},\"content\":{}}",
+        "{\"header\":{},\"parent_header\":null,\"content\":{}}", "{\"header\":{},\"parent_header\":{},\"content\":\"x\"}",
+        "{\"header\":\"h\",\"parent_header\":{},\"content\":{}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = json_tokener_parse(bad[i]);
+        memset(&m, 0x5a, sizeof m);
+        CHECK_EQ_INT(wire_from_json(j, &m), WIRE_ERR_JSON);
+        CHECK(m.header == NULL && m.content == NULL && m.parent == NULL); /* zeroed */
+        json_object_put(j);
+    }
+    CHECK_EQ_INT(wire_from_json(NULL, &m), WIRE_ERR_JSON);
+}
+
+/* ------------------------------------------------ kernel_ws, a fake peer */
+
+typedef struct {
+    int msgs, up, lost, ok, gone;
+    char last_type[64];
+    kchan_t last_ch;
+} s_seen_t;
+
+static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
+{
+    s_seen_t *s = ud;
+    s->msgs++;
+    s->last_ch = ch;
+    snprintf(s->last_type, sizeof s->last_type, "%s", m->msg_type);
+}
+
+static void s_on_event(void *ud, kconn_event_t ev)
+{
+    s_seen_t *s = ud;
+    s->up += ev == KCONN_UP;
+    s->lost += ev == KCONN_HB_LOST;
+    s->ok += ev == KCONN_HB_OK;
+    s->gone += ev == KCONN_GONE;
+}
+
+typedef struct {
+    loop_t *loop;
+    int lfd, port;
+} s_peer_t;
+
+static void s_pump(loop_t *loop, int ms)
+{
+    for (int i = 0; i < ms / 5; i++)
+        loop_run_once(loop, 5);
+}
+
+/* Accepts kernel_ws's next connection and reads its upgrade request. */
+static int s_accept(s_peer_t *p, buf_t *req)
+{
+    int fd = -1;
+    for (int i = 0; i < 600 && fd < 0; i++) {
+        fd = accept4(p->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            loop_run_once(p->loop, 5);
+    }
+    if (fd < 0)
+        return -1;
+    buf_reset(req);
+    for (int i = 0; i < 600; i++) {
+        char tmp[4096];
+        ssize_t r = recv(fd, tmp, sizeof tmp, 0);
+        if (r > 0)
+            buf_append(req, tmp, (size_t)r);
+        if (req->len && memmem(req->data, req->len, "\r\n\r\n", 4))
+            return fd;
+        loop_run_once(p->loop, 5);
+    }
+    close(fd);
+    return -1;
+}
+
+static void s_send_all(int fd, const void *data, size_t len)
+{
+    const char *d = data;
+    while (len) {
+        ssize_t r = send(fd, d, len, MSG_NOSIGNAL);
+        if (r < 0 && errno == EAGAIN)
+            continue;
+        if (r <= 0)
+            return;
+        d += r;
+        len -= (size_t)r;
+    }
+}
+
+/* An unmasked server frame. */
+static void s_frame(int fd, int opcode, const char *payload, size_t len)
+{
+    unsigned char h[10];
+    size_t n = 0;
+    h[n++] = (unsigned char)(0x80 | opcode);
+    if (len < 126) {
+        h[n++] = (unsigned char)len;
+    } else {
+        h[n++] = 126;
+        h[n++] = (unsigned char)(len >> 8);
+        h[n++] = (unsigned char)len;
+    }
+    s_send_all(fd, h, n);
+    s_send_all(fd, payload, len);
+}
+
+static const char s_101[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                            "Sec-WebSocket-Accept: x\r\n\r\n";
+
+static void s_check_ws_peer(void)
+{
+    s_peer_t p = {.loop = loop_new()};
+    p.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    CHECK(bind(p.lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(p.lfd, 8) == 0 &&
+          getsockname(p.lfd, (struct sockaddr *)&a, &al) == 0);
+    p.port = ntohs(a.sin_port);
+    char url[64], err[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/base", p.port);
+    gateway_opts_t go = {.url = url, .token = "tok"};
+    gateway_t *gw = gateway_new(p.loop, &go, err, sizeof err);
+    CHECK(gw != NULL);
+    s_seen_t seen = {0};
+    kernel_conn_t *c = kernel_ws_new(p.loop, gw, "kid-1", s_on_msg, s_on_event, &seen, err, sizeof err);
+    CHECK(c != NULL);
+    /* Sent before the connection exists: queued. */
+    char id[WIRE_ID_LEN + 1];
+    CHECK_EQ_INT(kernel_conn_send(c, KCHAN_SHELL, "kernel_info_request", NULL, NULL, id), 0);
+    CHECK_EQ_INT(kernel_conn_send(c, KCHAN_IOPUB, "x", NULL, NULL, NULL), -1); /* iopub is receive-only */
+    buf_t req;
+    buf_init(&req, 0);
+    int fd = s_accept(&p, &req);
+    CHECK(fd >= 0);
+    buf_putc(&req, '\0');
+    CHECK(strstr(req.data, "GET /base/api/kernels/kid-1/channels?session_id=") == req.data);
+    CHECK(strstr(req.data, "\r\nAuthorization: token tok\r\n") != NULL);
+    CHECK(strstr(req.data, "\r\nSec-WebSocket-Version: 13\r\n") != NULL);
+    /* The 101 and a first message in one write: the bytes after the headers
+     * belong to the WebSocket. */
+    static const char good[] = "{\"header\":{\"msg_id\":\"m1\",\"msg_type\":\"status\"},\"parent_header\":{},"
+                               "\"metadata\":{},\"content\":{\"execution_state\":\"idle\"},\"channel\":\"iopub\"}";
+    s_send_all(fd, s_101, strlen(s_101));
+    s_frame(fd, 1, good, strlen(good));
+    s_pump(p.loop, 100);
+    CHECK_EQ_INT(seen.up, 1);
+    CHECK_EQ_INT(seen.msgs, 1);
+    CHECK_EQ_INT(seen.last_ch, KCHAN_IOPUB);
+    CHECK_EQ_INT(strcmp(seen.last_type, "status"), 0);
+    /* The queued request went out, masked, as a text frame. */
+    unsigned char fr[4096];
+    ssize_t got = recv(fd, fr, sizeof fr, 0);
+    CHECK(got > 6 && fr[0] == 0x81 && (fr[1] & 0x80));
+    if (got > 8) {
+        size_t plen = fr[1] & 0x7f, off = 2;
+        if (plen == 126) {
+            plen = (size_t)fr[2] << 8 | fr[3];
+            off = 4;
+        }
+        unsigned char *mask = fr + off, *pl = fr + off + 4;
+        for (size_t i = 0; i < plen && off + 4 + i < (size_t)got; i++)
+            pl[i] ^= mask[i % 4];
+        CHECK(memmem(pl, plen, "\"msg_type\":\"kernel_info_request\"", 32) != NULL);
+        CHECK(memmem(pl, plen, "\"channel\":\"shell\"", 17) != NULL);
+        CHECK(memmem(pl, plen, id, WIRE_ID_LEN) != NULL);
+    }
+    /* Frames that are not Jupyter messages: dropped and counted, never handed up. */
+    static const char *const junk[] = {
+        "not json", "[1,2]", "{\"header\":{},\"parent_header\":{},\"content\":{}}", /* no channel */
+        "{\"header\":{},\"parent_header\":{},\"content\":{},\"channel\":\"hb\"}",
+        "{\"header\":[],\"parent_header\":{},\"content\":{},\"channel\":\"shell\"}",
+        "{\"header\":{},\"parent_header\":{},\"content\":{},\"channel\":\"shell\"} trailing",
+    };
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+        s_frame(fd, 1, junk[i], strlen(junk[i]));
+    s_frame(fd, 2, "\x01\x02", 2); /* binary: the v1 subprotocol we did not ask for */
+    s_pump(p.loop, 100);
+    kconn_stats_t st;
+    kernel_conn_stats(c, &st);
+    CHECK_EQ_INT(seen.msgs, 1);
+    CHECK_EQ_INT(st.dropped, 7);
+    CHECK_EQ_INT(st.received, 1);
+    char first_session[64] = "";
+    const char *q = strstr(req.data, "session_id=");
+    if (q)
+        snprintf(first_session, sizeof first_session, "%.32s", q + 11);
+    /* Invalid UTF-8 in a text frame: wslay fails the connection; it is
+     * made again with the same session (the server would replay). */
+    static const char bad8[] = "{\"header\":{\"msg_type\":\"\xff\xfe\"},\"parent_header\":{},\"content\":{},"
+                               "\"channel\":\"shell\"}";
+    s_frame(fd, 1, bad8, strlen(bad8));
+    s_pump(p.loop, 50);
+    int fd2 = s_accept(&p, &req);
+    CHECK(fd2 >= 0);
+    buf_putc(&req, '\0');
+    CHECK(first_session[0] && strstr(req.data, first_session) != NULL);
+    CHECK_EQ_INT(seen.lost, 1);
+    CHECK_EQ_INT(seen.msgs, 1);
+    close(fd);
+    s_send_all(fd2, s_101, strlen(s_101));
+    s_pump(p.loop, 50);
+    CHECK_EQ_INT(seen.ok, 1);
+    CHECK_EQ_INT(seen.up, 2);
+    /* A frame announcing 2^40 bytes: refused by the length bound. */
+    static const unsigned char huge[] = {0x81, 127, 0, 0, 1, 0, 0, 0, 0, 0, (unsigned char)'{'};
+    s_send_all(fd2, huge, sizeof huge);
+    s_pump(p.loop, 50);
+    int fd3 = s_accept(&p, &req);
+    CHECK(fd3 >= 0);
+    CHECK_EQ_INT(seen.lost, 2);
+    close(fd2);
+    /* A close frame from the server: reconnect again. */
+    s_send_all(fd3, s_101, strlen(s_101));
+    s_pump(p.loop, 50);
+    CHECK_EQ_INT(seen.up, 3);
+    s_frame(fd3, 8, "\x03\xe8", 2);
+    s_pump(p.loop, 50);
+    int fd3b = s_accept(&p, &req);
+    CHECK(fd3b >= 0);
+    close(fd3);
+    fd3 = fd3b;
+    /* Not HTTP at all: an attempt that failed, tried again (not GONE). */
+    static const char ssh[] = "SSH-2.0-OpenSSH\r\n\r\n";
+    s_send_all(fd3, ssh, strlen(ssh));
+    s_pump(p.loop, 50);
+    int fd4 = s_accept(&p, &req);
+    CHECK(fd4 >= 0);
+    close(fd3);
+    CHECK_EQ_INT(seen.gone, 0);
+    /* 404 on the upgrade: the kernel is gone, for good. */
+    static const char nf[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+    s_send_all(fd4, nf, strlen(nf));
+    s_pump(p.loop, 50);
+    CHECK_EQ_INT(seen.gone, 1);
+    CHECK(c->ops->error && c->ops->error(c) && strstr(c->ops->error(c), "kid-1 is gone from the gateway"));
+    CHECK_EQ_INT(kernel_conn_send(c, KCHAN_SHELL, "execute_request", NULL, NULL, NULL), -1);
+    close(fd4);
+    kernel_conn_destroy(&c);
+    /* 403 on the upgrade: the token, said so. */
+    seen = (s_seen_t){0};
+    c = kernel_ws_new(p.loop, gw, "kid-2", s_on_msg, s_on_event, &seen, err, sizeof err);
+    int fd5 = s_accept(&p, &req);
+    CHECK(fd5 >= 0);
+    static const char fb[] = "HTTP/1.1 403 Forbidden\r\n\r\n";
+    s_send_all(fd5, fb, strlen(fb));
+    s_pump(p.loop, 50);
+    CHECK_EQ_INT(seen.gone, 1);
+    CHECK(c->ops->error(c) && strstr(c->ops->error(c), "refused the token (HTTP 403 Forbidden)"));
+    close(fd5);
+    kernel_conn_destroy(&c);
+    buf_free(&req);
+    gateway_destroy(&gw);
+    close(p.lfd);
+    loop_destroy(&p.loop);
+}
+
+int main(void)
+{
+    if (sodium_init() < 0)
+        return 1;
+    RUN_CASE(s_check_urls);
+    RUN_CASE(s_check_errors);
+    RUN_CASE(s_check_json_messages);
+    RUN_CASE(s_check_ws_peer);
+    return check_report("test_gateway");
+}
