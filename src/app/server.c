@@ -29,6 +29,7 @@
 #include "assets.h"
 #include "tools.h"
 #include "transport_http.h"
+#include "page.h"
 #include "transport_stdio.h"
 
 #define EXIT_GRACE_MS 100   /* kernel SIGTERM grace at exit; the whole exit stays < 300 ms */
@@ -236,10 +237,14 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
     }
     transport_http_route(app->http, "/health", s_route_health, app);
     transport_http_route(app->http, "/assets/", s_route_assets, store);
+    page_register(app->http);
     const char *h = cfg->host ? cfg->host : "127.0.0.1";
     bool v6 = strchr(h, ':') != NULL;
     fprintf(stderr, "rat-py: serving MCP at http://%s%s%s:%d/mcp%s\n", v6 ? "[" : "", h, v6 ? "]" : "",
             transport_http_port(app->http), cfg->token ? " (bearer token required)" : "");
+    char *page = page_url(cfg->host, transport_http_port(app->http), cfg->token);
+    fprintf(stderr, "rat-py: notebook at %s\n", page);
+    free(page);
     return 0;
 }
 

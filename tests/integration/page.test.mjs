@@ -1,0 +1,219 @@
+// The notebook page `rat-py --http` serves at / (web/), driven in real
+// headless Chromium through Playwright (playwright-core, pinned in
+// tests/package.json; the browser is Debian's chromium, or $CHROMIUM).
+// Each step leaves a screenshot in $RAT_BUILD_DIR/test-output/page/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startHttp, connectHttp, call, ms, until } from './lib.mjs';
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const SHOTS = path.join(process.env.RAT_BUILD_DIR || tmpdir(), 'test-output', 'page');
+const SKIP = !existsSync(CHROMIUM) && `no browser at ${CHROMIUM} (apt install chromium)`;
+const T = (n) => ms(n);
+
+let srv, browser, page;
+const problems = [];   // console errors and CSP violations: the page must have none
+
+async function shot(name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+const lastCell = () => page.locator('.cell').last();
+
+// Types code into the active cell as one insertion (no auto-indent, no
+// completion popup accepting a newline), then Shift+Enter.
+async function runInNewCell(code) {
+  // By index: Shift+Enter adds a cell, so `.last()` would move on.
+  const c = page.locator('.cell').nth((await page.locator('.cell').count()) - 1);
+  await c.locator('.cm-content').click();
+  await page.keyboard.insertText(code);
+  await page.keyboard.press('Shift+Enter');
+  return c;
+}
+
+async function open(url) {
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  page.on('pageerror', (e) => problems.push(String(e)));
+  await page.goto(url);
+  await page.locator('#status', { hasText: 'connected' }).waitFor({ timeout: T(30000) });
+}
+
+before(async () => {
+  if (SKIP) return;
+  srv = await startHttp();
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+});
+after(async () => {
+  if (browser) await browser.close();
+  if (srv) await srv.stop();
+});
+
+const printedUrl = (s) => until(() => /notebook at (http:\S+)/.exec(s.stderr()), T(10000), 'the notebook URL on stderr')
+  .then(() => /notebook at (http:\S+)/.exec(s.stderr())[1]);
+
+test('the page opens from the printed URL with a strict CSP, and connects', { skip: SKIP }, async () => {
+  const url = await printedUrl(srv);
+  assert.equal(url, `${srv.base}/`, srv.stderr());
+  const res = await fetch(url);
+  assert.equal(res.status, 200);
+  const csp = res.headers.get('content-security-policy');
+  assert.match(csp, /script-src 'self';/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:/);
+  await open(url);
+  await page.locator('#kernel[data-state="idle"]').waitFor({ timeout: T(30000) });
+  await shot('01-open');
+  // A real code editor: CodeMirror with Python highlighting.
+  await lastCell().locator('.cm-content').click();
+  await page.keyboard.insertText('def f(x):\n    return "s" + str(x)  # comment');
+  const spans = await lastCell().locator('.cm-line span').count();
+  assert.ok(spans >= 4, `highlighted tokens: ${spans}`);
+  await page.keyboard.press('Control+a');
+  await page.keyboard.press('Delete');
+});
+
+test('output streams live: a cell printing over 2 s shows its first line before it ends', { skip: SKIP }, async () => {
+  const c = await runInNewCell("import time\nfor i in range(5): print('tick', i, flush=True); time.sleep(0.5)");
+  await c.locator('.out .stream', { hasText: 'tick 0' }).waitFor({ timeout: T(20000) });
+  assert.ok(await c.evaluate((el) => el.classList.contains('running')), 'still running when tick 0 shows');
+  assert.doesNotMatch(await c.locator('.out').innerText(), /tick 4/);
+  await shot('02-streaming');
+  await c.locator('.out .footer', { hasText: '✓' }).waitFor({ timeout: T(20000) });
+  assert.match(await c.locator('.out').innerText(), /tick 4/);
+  await c.locator('.count', { hasText: /^\[\d+\]$/ }).waitFor({ timeout: T(20000) });
+  await shot('03-streamed');
+});
+
+test('a plot shows as an image', { skip: SKIP }, async () => {
+  const c = await runInNewCell("import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\nimport matplotlib.pyplot as plt\nplt.plot([1, 4, 9, 16]); plt.title('squares'); plt.show()");
+  const img = c.locator('.out img.image');
+  await img.waitFor({ timeout: T(60000) });
+  await page.waitForFunction((el) => el.complete && el.naturalWidth > 100, await img.elementHandle(), { timeout: T(10000) });
+  await shot('04-plot');
+});
+
+test('input() is answered in place', { skip: SKIP }, async () => {
+  const c = await runInNewCell("name = input('Your name: ')\nprint('hello', name)");
+  const box = c.locator('.ask input');
+  await box.waitFor({ timeout: T(20000) });
+  assert.match(await c.locator('.ask label').innerText(), /Your name:/);
+  await shot('05-input');
+  await box.fill('Ada');
+  await box.press('Enter');
+  await c.locator('.out', { hasText: 'hello Ada' }).waitFor({ timeout: T(20000) });
+  await c.locator('.out .footer', { hasText: '✓' }).waitFor({ timeout: T(20000) });
+  await shot('06-input-answered');
+});
+
+test('completion of math.sq offers sqrt from the kernel', { skip: SKIP }, async () => {
+  const imp = await runInNewCell('import math');
+  await imp.locator('.out .footer', { hasText: '✓' }).waitFor({ timeout: T(20000) });
+  await lastCell().locator('.cm-content').click();
+  await page.keyboard.type('math.sq');
+  await page.keyboard.press('Control+Space');
+  const opt = page.locator('.cm-tooltip-autocomplete li', { hasText: 'sqrt' });
+  await opt.first().waitFor({ timeout: T(20000) });
+  await shot('07-complete');
+  await page.keyboard.press('Enter');
+  assert.equal(await lastCell().locator('.cm-content').innerText(), 'math.sqrt');
+});
+
+test('the variables panel lists variables and expands one', { skip: SKIP }, async () => {
+  await page.keyboard.press('Control+a');
+  await page.keyboard.insertText("data = {'name': 'Alice', 'scores': [90, 85, 92]}");
+  await page.keyboard.press('Shift+Enter');
+  const row = page.locator('#vars li[data-path="data"]');
+  await row.waitFor({ timeout: T(20000) });
+  assert.match(await row.locator('.type').first().innerText(), /dict/);
+  await row.locator('.twisty').first().click();
+  const scores = row.locator('li', { hasText: 'scores' }).first();
+  await scores.waitFor({ timeout: T(20000) });
+  await scores.locator('.twisty').first().click();
+  await row.locator('li', { hasText: '92' }).first().waitFor({ timeout: T(20000) });
+  await shot('08-variables');
+});
+
+test('Interrupt stops a sleep(60)', { skip: SKIP }, async () => {
+  const c = await runInNewCell('import time\ntime.sleep(60)');
+  await page.locator('#kernel[data-state="busy"]').waitFor({ timeout: T(20000) });
+  await page.click('#cancel');
+  await c.locator('.out pre.error', { hasText: /KeyboardInterrupt|CANCELLED|interrupt/ }).waitFor({ timeout: T(20000) });
+  assert.ok(!(await c.evaluate((el) => el.classList.contains('running'))));
+  await shot('09-cancelled');
+});
+
+test('a run made by an MCP SDK client shows up (its variable appears)', { skip: SKIP }, async () => {
+  const h = await connectHttp(srv.url);
+  try {
+    const r = await call(h, 'run', { code: 'from_agent = 6 * 7' });
+    assert.match(r.text, /✓/);
+  } finally {
+    await h.close();
+  }
+  await page.locator('#vars li[data-path="from_agent"]').waitFor({ timeout: T(20000) });
+  await shot('10-other-client');
+});
+
+test('save as .ipynb and open it again', { skip: SKIP }, async () => {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#save')]);
+  const file = path.join(SHOTS, 'saved.ipynb');
+  await dl.saveAs(file);
+  const nb = JSON.parse(readFileSync(file, 'utf8'));
+  assert.equal(nb.nbformat, 4);
+  const code = nb.cells.filter((c) => c.cell_type === 'code').map((c) => c.source.join(''));
+  assert.ok(code.some((s) => s.includes("input('Your name: ')")), JSON.stringify(code));
+  const plot = nb.cells.find((c) => c.source.join('').includes('plt.plot'));
+  assert.ok(plot.outputs.some((o) => o.data && /^iVBOR/.test(o.data['image/png'])), 'the plot is embedded as PNG');
+  const streamed = nb.cells.find((c) => c.source.join('').includes('tick'));
+  assert.match(streamed.outputs.map((o) => (o.text || []).join('')).join(''), /tick 4/);
+  // A fresh page, then Open…
+  const n = nb.cells.length;
+  await page.reload();
+  await page.locator('#status', { hasText: 'connected' }).waitFor({ timeout: T(30000) });
+  assert.equal(await page.locator('.cell').count(), 1);
+  await page.locator('#file').setInputFiles(file);
+  await page.locator('#status', { hasText: 'opened saved.ipynb' }).waitFor({ timeout: T(10000) });
+  assert.equal(await page.locator('.cell').count(), n);
+  await page.locator('.cell .out img.image').first().waitFor({ timeout: T(10000) });
+  await page.locator('.cell .out', { hasText: 'tick 4' }).waitFor({ timeout: T(10000) });
+  await shot('11-reopened');
+});
+
+test('the page has logged no errors and no CSP violations', { skip: SKIP }, () => {
+  assert.deepEqual(problems, []);
+});
+
+test('with --token: the printed URL works, the page refuses without it', { skip: SKIP }, async () => {
+  const token = 'tok-' + Math.random().toString(36).slice(2) + '/+=';
+  const s2 = await startHttp(['--token', token]);
+  try {
+    const url = await printedUrl(s2);
+    assert.equal(url, `${s2.base}/?token=${encodeURIComponent(token).replace(/[!'()*]/g, (ch) => '%' + ch.charCodeAt(0).toString(16).toUpperCase())}`);
+    const bare = await fetch(`${s2.base}/`);
+    assert.equal(bare.status, 401);
+    assert.match(await bare.text(), /token/);
+    const wrong = await fetch(`${s2.base}/?token=nope`);
+    assert.equal(wrong.status, 401);
+    const p2 = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const r401 = await p2.goto(`${s2.base}/`);
+    assert.equal(r401.status(), 401);
+    await p2.screenshot({ path: path.join(SHOTS, '12-token-refused.png') });
+    await p2.close();
+    await open(url);
+    assert.doesNotMatch(page.url(), /token=/, 'the token leaves the address bar');
+    const c = await runInNewCell('print(6 * 7)');
+    await c.locator('.out', { hasText: '42' }).waitFor({ timeout: T(30000) });
+    const img = await runInNewCell("import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\nimport matplotlib.pyplot as plt\nplt.plot([3, 1, 2]); plt.show()");
+    const el = img.locator('.out img.image');
+    await el.waitFor({ timeout: T(60000) });
+    await page.waitForFunction((e) => e.complete && e.naturalWidth > 100, await el.elementHandle(), { timeout: T(10000) });
+    await shot('13-token-works');
+  } finally {
+    await s2.stop();
+  }
+});
