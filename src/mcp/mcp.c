@@ -47,7 +47,9 @@ void mcp_server_destroy(mcp_server_t **self_p)
         free((char *)self->tools[i].tool.title);
         free((char *)self->tools[i].tool.description);
         free((char *)self->tools[i].tool.input_schema);
+        free((char *)self->tools[i].tool.output_schema);
         json_object_put(self->tools[i].schema);
+        json_object_put(self->tools[i].output);
     }
     free(self->tools);
     for (size_t i = 0; i < self->nmethods; i++)
@@ -69,6 +71,11 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
         log_error("tool %s: input schema is not a JSON object", tool->name);
         abort();
     }
+    json_object *output = tool->output_schema ? json_tokener_parse(tool->output_schema) : NULL;
+    if (tool->output_schema && (!output || !json_object_is_type(output, json_type_object))) {
+        log_error("tool %s: output schema is not a JSON object", tool->name);
+        abort();
+    }
     self->tools = xrealloc(self->tools, (self->ntools + 1) * sizeof *self->tools);
     mcp_tool_entry_t *t = &self->tools[self->ntools++];
     t->tool = *tool;
@@ -76,7 +83,9 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
     t->tool.title = xstrdup(tool->title);
     t->tool.description = xstrdup(tool->description);
     t->tool.input_schema = xstrdup(tool->input_schema);
+    t->tool.output_schema = tool->output_schema ? xstrdup(tool->output_schema) : NULL;
     t->schema = schema;
+    t->output = output;
     json_object_put(self->tools_list);
     self->tools_list = NULL;
 }
@@ -119,6 +128,8 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
             json_object_object_add(o, "title", json_object_new_string(t->title));
         json_object_object_add(o, "description", json_object_new_string(t->description ? t->description : ""));
         json_object_object_add(o, "inputSchema", json_object_get(self->tools[i].schema));
+        if (self->tools[i].output)
+            json_object_object_add(o, "outputSchema", json_object_get(self->tools[i].output));
         json_object *ann = json_object_new_object();
         if (t->title)
             json_object_object_add(ann, "title", json_object_new_string(t->title));

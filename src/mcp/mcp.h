@@ -88,6 +88,10 @@ typedef struct {
     const char *title;         /* optional display name */
     const char *description;   /* one or two sentences for a model */
     const char *input_schema;  /* JSON text of an object schema */
+    /* JSON text of the object schema every non-error result's
+     * structuredContent validates against (advertised as outputSchema), or
+     * NULL for none. */
+    const char *output_schema;
     bool read_only, destructive, idempotent; /* annotations */
     mcp_tool_fn *fn;
     void *ud;

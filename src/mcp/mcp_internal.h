@@ -39,6 +39,7 @@ typedef struct {
 typedef struct {
     mcp_tool_t tool;      /* strings owned */
     json_object *schema;  /* owned, parsed input_schema */
+    json_object *output;  /* owned, parsed output_schema, or NULL */
 } mcp_tool_entry_t;
 
 typedef struct {

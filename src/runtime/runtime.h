@@ -33,6 +33,7 @@
 #include "jmsg.h"
 #include "kernel_conn.h"
 #include "loop.h"
+#include "outitems.h"
 #include "output.h"
 
 typedef struct runtime runtime_t;
@@ -79,6 +80,7 @@ typedef struct {
     const char *evalue;
     long line;                 /* line in this run's code, 0 if unknown */
     const char *source;        /* that line's text, or NULL */
+    json_object *traceback;    /* the kernel's frames as strings, ANSI removed (borrowed), or NULL */
 } runtime_error_t;
 
 typedef struct {
@@ -216,6 +218,11 @@ uintptr_t runtime_exec_owner(const runtime_exec_t *ex);
 runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex);
 runtime_outcome_t runtime_exec_outcome(const runtime_exec_t *ex);
 output_t *runtime_exec_output(runtime_exec_t *ex);
+/* The same output as structured items, in order (outitems.h); reset it
+ * with the text (output_reset) when a result is handed out early. */
+outitems_t *runtime_exec_items(runtime_exec_t *ex);
+/* The code it runs (borrowed, valid as long as ex). */
+const char *runtime_exec_code(const runtime_exec_t *ex);
 /* Kernel execution count (0 until known). */
 long runtime_exec_number(const runtime_exec_t *ex);
 /* Time spent executing (time waiting for input excluded). */

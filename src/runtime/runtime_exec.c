@@ -33,6 +33,8 @@ void rt_exec_free(runtime_exec_t *ex)
         free(c);
     }
     output_destroy(&ex->out);
+    outitems_destroy(&ex->items);
+    json_object_put(ex->traceback);
     json_object_put(ex->input_header);
     free(ex->code);
     free(ex->ename);
@@ -239,6 +241,7 @@ runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_in
     ex->vars = -1;
     ex->claimed = true;
     ex->out = output_new(self->assets_dir);
+    ex->items = outitems_new();
     rt_announce_restart(self, ex);
     runtime_exec_t **pp = &self->execs;
     while (*pp)
@@ -361,6 +364,17 @@ void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out)
     out->evalue = ex->evalue;
     out->line = ex->line;
     out->source = ex->source;
+    out->traceback = ex->traceback;
+}
+
+outitems_t *runtime_exec_items(runtime_exec_t *ex)
+{
+    return ex->items;
+}
+
+const char *runtime_exec_code(const runtime_exec_t *ex)
+{
+    return ex->code;
 }
 
 long runtime_exec_vars(const runtime_exec_t *ex)

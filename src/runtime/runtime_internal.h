@@ -18,6 +18,7 @@
 #include "kernel.h"
 #include "kernelspec.h"
 #include "lang.h"
+#include "outitems.h"
 #include "log.h"
 #include "mem.h"
 #include "utf8.h"
@@ -78,7 +79,9 @@ struct runtime_exec {
     long number;
     int64_t sent_us, done_us, input_since_us, input_total_us;
     output_t *out;                 /* owned */
+    outitems_t *items;             /* owned: the outputs as structured items */
     char *ename, *evalue, *source; /* owned */
+    json_object *traceback;        /* owned: the error's frames, ANSI removed, or NULL */
     long line;
     long vars;
     long assets;                   /* rich outputs saved */

@@ -64,6 +64,10 @@ void tools_op_finish(tools_op_t *op, const char *text, bool is_error, json_objec
  * by ctl wait. The caller must have claimed ex. */
 void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, double wait_s);
 
+/* The outputSchema of tool "run", "look" or "ctl" (src/tools/schemas.json
+ * with its shared $defs; static text), or NULL for another name. */
+const char *tools_schema(const char *tool);
+
 /* The instructions string sent at initialize. */
 const char *tools_instructions(void);
 
