@@ -187,7 +187,13 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
     self->next_handle = 1;
     self->next_in_server = server->sessions;
     server->sessions = self;
+    self->serial = ++server->next_serial;
     return self;
+}
+
+unsigned long mcp_session_serial(const mcp_session_t *self)
+{
+    return self->serial;
 }
 
 
@@ -442,6 +448,15 @@ void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, c
     if (level < call->session->log_level || call->origin_gone)
         return;
     s_call_send(call, jsonrpc_notification("notifications/message", s_log_params(level, logger, text, len)), MCP_MSG_NOTIFICATION);
+}
+
+void mcp_call_notify(mcp_call_t *call, const char *method, json_object *params)
+{
+    if (call->origin_gone) {
+        json_object_put(params);
+        return;
+    }
+    s_call_send(call, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
 }
 
 bool mcp_call_wants_progress(const mcp_call_t *call)

@@ -92,12 +92,12 @@ void outitems_stream(outitems_t *self, int stream, const char *text, size_t len)
 /* The text parts of a bundle a client can show as they are. */
 static const char *const s_text_mimes[] = {"text/plain", "text/markdown", "text/latex", "application/json"};
 
-void outitems_bundle(outitems_t *self, const char *msg_type, json_object *content, json_object *assets)
+json_object *outitems_bundle(outitems_t *self, const char *msg_type, json_object *content, json_object *assets)
 {
     s_end_stream(self);
     if (!s_room(self)) {
         json_object_put(assets);
-        return;
+        return NULL;
     }
     json_object *it = json_object_new_object(), *data = json_object_new_object(), *d = NULL, *v = NULL;
     json_object_object_add(it, "type", json_object_new_string(msg_type));
@@ -131,9 +131,10 @@ void outitems_bundle(outitems_t *self, const char *msg_type, json_object *conten
     if (json_object_object_get_ex(content, "execution_count", &n) && json_object_is_type(n, json_type_int))
         json_object_object_add(it, "execution_count", json_object_new_int64(json_object_get_int64(n)));
     json_object_array_add(self->items, it);
+    return it;
 }
 
-void outitems_clear(outitems_t *self)
+json_object *outitems_clear(outitems_t *self)
 {
     s_end_stream(self);
     json_object_put(self->items);
@@ -142,6 +143,7 @@ void outitems_clear(outitems_t *self)
     json_object *it = json_object_new_object();
     json_object_object_add(it, "type", json_object_new_string("clear_output"));
     json_object_array_add(self->items, it);
+    return it;
 }
 
 void outitems_reset(outitems_t *self)

@@ -31,8 +31,11 @@ void outitems_stream(outitems_t *self, int stream, const char *text, size_t len)
 /* A display_data / execute_result / update_display_data message: msg_type
  * and its content (borrowed); assets (consumed, may be NULL) is the array of
  * asset objects saved from it. */
-void outitems_bundle(outitems_t *self, const char *msg_type, json_object *content, json_object *assets);
-void outitems_clear(outitems_t *self);
+/* Returns the item added (borrowed; never modified after), or NULL when
+ * the bounds left it out. */
+json_object *outitems_bundle(outitems_t *self, const char *msg_type, json_object *content, json_object *assets);
+/* Returns the clear_output item (borrowed). */
+json_object *outitems_clear(outitems_t *self);
 /* A new segment: the items so far were handed out (a result returned early). */
 void outitems_reset(outitems_t *self);
 /* The items of this segment (a new reference). */

@@ -10,6 +10,7 @@ static void s_record_error(runtime_exec_t *ex, json_object *content);
 static void s_output_text(runtime_exec_t *ex, int stream, const char *text, size_t len);
 static void s_save_assets(runtime_exec_t *ex, json_object *data, json_object *saved);
 static void s_output_bundle(runtime_exec_t *ex, const char *msg_type, json_object *content);
+static void s_clear(runtime_exec_t *ex);
 
 /* Finds "Cell In [N], line L" (IPython 8) or "Input In [N]" ... "line L" in
  * a cleaned traceback: the last frame that points into this run's cell. */
@@ -102,13 +103,14 @@ static void s_output_text(runtime_exec_t *ex, int stream, const char *text, size
 {
     if (ex->clear_pending) {
         ex->clear_pending = false;
-        output_clear(ex->out);
-        outitems_clear(ex->items);
+        s_clear(ex);
     }
     buf_t clean;
     buf_init(&clean, 0);
     output_write(ex->out, text, len, &clean);
     outitems_stream(ex->items, stream, clean.data, clean.len);
+    if (clean.len)
+        rt_emit(ex->rt, ex, RUNTIME_EV_OUTPUT, stream, clean.data, clean.len, NULL);
     if (clean.len && ex->has_obs && ex->obs.on_output)
         ex->obs.on_output(ex->obs_ud, ex, stream, clean.data, clean.len);
     buf_free(&clean);
@@ -205,8 +207,7 @@ static void s_output_bundle(runtime_exec_t *ex, const char *msg_type, json_objec
         return;
     if (ex->clear_pending) {
         ex->clear_pending = false;
-        output_clear(ex->out);
-        outitems_clear(ex->items);
+        s_clear(ex);
     }
     if (json_object_object_get_ex(data, "text/plain", &plain) && json_object_is_type(plain, json_type_string)) {
         const char *t = json_object_get_string(plain);
@@ -223,7 +224,17 @@ static void s_output_bundle(runtime_exec_t *ex, const char *msg_type, json_objec
     }
     json_object *saved = json_object_new_array();
     s_save_assets(ex, data, saved);
-    outitems_bundle(ex->items, msg_type, content, saved);
+    json_object *item = outitems_bundle(ex->items, msg_type, content, saved);
+    if (item)
+        rt_emit(ex->rt, ex, RUNTIME_EV_OUTPUT, -1, NULL, 0, item);
+}
+
+/* clear_output, now or (wait=True) at the next output. */
+static void s_clear(runtime_exec_t *ex)
+{
+    output_clear(ex->out);
+    json_object *item = outitems_clear(ex->items);
+    rt_emit(ex->rt, ex, RUNTIME_EV_OUTPUT, -1, NULL, 0, item);
 }
 
 void rt_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
@@ -249,15 +260,14 @@ void rt_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         json_object *w = NULL;
         if (json_object_object_get_ex(c, "wait", &w) && json_object_get_boolean(w))
             ex->clear_pending = true;
-        else {
-            output_clear(ex->out);
-            outitems_clear(ex->items);
-        }
+        else
+            s_clear(ex);
     } else if (strcmp(t, "execute_input") == 0) {
         json_object *n = NULL;
         if (json_object_object_get_ex(c, "execution_count", &n) && json_object_is_type(n, json_type_int))
             ex->number = (long)json_object_get_int64(n);
         rt_exec_acknowledged(self, ex);
+        rt_emit(self, ex, RUNTIME_EV_START, -1, NULL, 0, NULL);
     } else if (strcmp(t, "status") == 0) {
         const char *st = wire_get_str(c, "execution_state");
         if (st && strcmp(st, "busy") == 0) {

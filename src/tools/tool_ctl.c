@@ -249,7 +249,7 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
 }
 
 /* ctl status as structuredContent (ctl's schema, op "status"). */
-static json_object *s_status_json(tools_ctx_t *ctx, mcp_call_t *call)
+json_object *tool_ctl_status_json(tools_ctx_t *ctx, mcp_session_t *session)
 {
     runtime_status_t st;
     runtime_status(ctx->rt, &st);
@@ -292,7 +292,7 @@ static json_object *s_status_json(tools_ctx_t *ctx, mcp_call_t *call)
         if (runtime_exec_interrupted_ms(st.running) >= 0)
             json_object_object_add(r, "interrupted_ms", json_object_new_int64(runtime_exec_interrupted_ms(st.running)));
         json_object_object_add(r, "mine", json_object_new_boolean(runtime_exec_owner(st.running) ==
-                                                                   (uintptr_t)mcp_call_session(call)));
+                                                                   (uintptr_t)mcp_session_serial(session)));
         json_object_object_add(o, "running", r);
     }
     if (waiting) {
@@ -316,7 +316,7 @@ static void s_status_reply(tools_ctx_t *ctx, mcp_call_t *call)
     buf_t b;
     buf_init(&b, 0);
     s_status(ctx, &b);
-    json_object *sc = s_status_json(ctx, call), *w = NULL;
+    json_object *sc = tool_ctl_status_json(ctx, mcp_call_session(call)), *w = NULL;
     json_object *res = json_object_new_object(), *content = json_object_new_array();
     if (json_object_object_get_ex(sc, "waiting_for_input", &w) && json_object_get_boolean(w)) {
         json_object *item = json_object_new_object();
@@ -387,11 +387,11 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
                               "ctl(op=\"restart\") ends it", true, sc);
         }
     } else if (strcmp(op, "wait") == 0) {
-        runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_call_session(call));
+        runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_session_serial(mcp_call_session(call)));
         if (!ex) {
             runtime_exec_t *cur = runtime_current(ctx->rt);
             if (cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT && runtime_exec_owner(cur) &&
-                runtime_exec_owner(cur) != (uintptr_t)mcp_call_session(call)) {
+                runtime_exec_owner(cur) != (uintptr_t)mcp_session_serial(mcp_call_session(call))) {
                 s_wait_nothing(call, "Nothing to wait for: the running code waits for input() from the session "
                                      "that started it.");
                 return;

@@ -189,6 +189,13 @@ static json_object *s_overview_json(tools_ctx_t *ctx, json_object *snap, long sn
     return o;
 }
 
+json_object *tool_look_overview_json(tools_ctx_t *ctx)
+{
+    long snap_exec = 0;
+    json_object *snap = runtime_snapshot(ctx->rt, &snap_exec);
+    return s_overview_json(ctx, snap, snap_exec);
+}
+
 static void s_overview_fresh(void *ud, const char *text, const char *err)
 {
     s_op_t *op = ud;

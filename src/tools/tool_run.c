@@ -65,6 +65,12 @@ static void s_flush(s_follow_t *f)
         if (f->skipped[s])
             buf_printf(&f->pending[s], "\n… [%zu bytes not streamed; the result keeps the output] …\n", f->skipped[s]);
         mcp_call_log(f->call, levels[s], loggers[s], f->pending[s].data, f->pending[s].len);
+        /* The same batch as rat/output {text, stream}: what vscode-rat reads
+         * (it ignores notifications/message). */
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "text", json_object_new_string_len(f->pending[s].data, (int)f->pending[s].len));
+        json_object_object_add(p, "stream", json_object_new_string(loggers[s]));
+        mcp_call_notify(f->call, "rat/output", p);
         buf_reset(&f->pending[s]);
         f->skipped[s] = 0;
         sent = true;
@@ -214,7 +220,7 @@ static json_object *s_structured(runtime_exec_t *ex, const char *status, const c
 
 /* The status word of a finished run. An error after a cancel's interrupt
  * is the cancel's doing. */
-static const char *s_done_status(runtime_exec_t *ex)
+const char *tool_run_status_word(runtime_exec_t *ex)
 {
     switch (runtime_exec_outcome(ex)) {
     case RUNTIME_OK:
@@ -279,7 +285,7 @@ static void s_on_done(void *ud, runtime_exec_t *ex)
     s_render_problem(ex, &body);
     bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
     textfmt_footer(&footer, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), runtime_exec_assets(ex));
-    s_end_parts(f, s_done_status(ex), &body, &footer, !ok, false, false);
+    s_end_parts(f, tool_run_status_word(ex), &body, &footer, !ok, false, false);
 }
 
 static void s_end_with_input(s_follow_t *f)
@@ -435,7 +441,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         mcp_call_text(call, "run: give either code (to execute) or input (to answer a pending input()), not both", true);
         return;
     }
-    uintptr_t me = (uintptr_t)mcp_call_session(call);
+    uintptr_t me = (uintptr_t)mcp_session_serial(mcp_call_session(call));
     if (input) {
         if (waiting && runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
             /* A prompt is answered by the session whose run asked, and the
