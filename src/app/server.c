@@ -273,6 +273,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     transport_stdio_t *tr = NULL;
     assets_t *store = NULL;
     s_app_t app = {0};
+    tools_ctx_t ctx = {0};
     int stop_watch = 0;
     if (!cwd || !fileio_is_dir(cwd)) {
         s_fail(ctl, "--cwd %s: not a directory", cfg->cwd ? cfg->cwd : ".");
@@ -320,12 +321,13 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         goto out;
     }
     app.started_ms = loop_now_ms();
-    tools_ctx_t ctx = {.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms};
+    ctx = (tools_ctx_t){.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms};
     mcp = mcp_server_new("rat-py", RAT_VERSION, tools_instructions());
     tool_run_register(mcp, &ctx);
     tool_look_register(mcp, &ctx);
     tool_ctl_register(mcp, &ctx);
     tool_assets_register(mcp, &ctx);
+    tool_watch_register(mcp, &ctx);
     if (http) {
         status = s_start_http(&app, cfg, mcp, store, ctl);
         if (status)
@@ -345,6 +347,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
 out:
     transport_stdio_destroy(&tr);
     transport_http_destroy(&app.http);
+    tool_watch_destroy(&ctx);
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
     mcp_server_destroy(&mcp);
     sigs_destroy(&sigs); /* unwatches: before the loop goes */

@@ -88,6 +88,10 @@ typedef struct {
     const char *title;         /* optional display name */
     const char *description;   /* one or two sentences for a model */
     const char *input_schema;  /* JSON text of an object schema */
+    /* JSON text of the object schema every non-error result's
+     * structuredContent validates against (advertised as outputSchema), or
+     * NULL for none. */
+    const char *output_schema;
     bool read_only, destructive, idempotent; /* annotations */
     mcp_tool_fn *fn;
     void *ud;
@@ -122,6 +126,8 @@ void mcp_server_set_completion(mcp_server_t *self, mcp_complete_fn *fn, void *ud
  * every session subscribed to uri. */
 void mcp_server_enable_subscriptions(mcp_server_t *self);
 void mcp_server_resource_updated(mcp_server_t *self, const char *uri);
+/* Calls fn for each session subscribed to uri (fn must not end sessions). */
+void mcp_server_each_subscriber(mcp_server_t *self, const char *uri, mcp_session_fn *fn, void *ud);
 /* Whether `version` is one of the protocol versions we speak. */
 bool mcp_protocol_supported(const char *version);
 
@@ -144,6 +150,9 @@ bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
 void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params);
 /* Sends notifications/message if level passes the client's logging level. */
 void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text);
+/* A number for this session, unique for the server's life (1, 2, ...):
+ * what rat-py shows as "which session" and compares as a run's owner. */
+unsigned long mcp_session_serial(const mcp_session_t *self);
 /* Number of calls in flight. */
 size_t mcp_session_calls(const mcp_session_t *self);
 /* fn (NULL to clear) runs each time the number of calls in flight drops to
@@ -175,6 +184,8 @@ void mcp_call_text(mcp_call_t *call, const char *text, bool is_error);   /* tool
 void mcp_call_text_structured(mcp_call_t *call, const char *text, bool is_error, json_object *structured);
 /* notifications/message tied to this call, filtered by the client's level. */
 void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, const char *text, size_t len);
+/* A notification on this call's stream (params consumed). */
+void mcp_call_notify(mcp_call_t *call, const char *method, json_object *params);
 /* Whether the request carried _meta.progressToken. */
 bool mcp_call_wants_progress(const mcp_call_t *call);
 /* notifications/progress; progress must increase between calls (enforced:

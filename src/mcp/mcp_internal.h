@@ -39,6 +39,7 @@ typedef struct {
 typedef struct {
     mcp_tool_t tool;      /* strings owned */
     json_object *schema;  /* owned, parsed input_schema */
+    json_object *output;  /* owned, parsed output_schema, or NULL */
 } mcp_tool_entry_t;
 
 typedef struct {
@@ -56,6 +57,7 @@ struct mcp_server {
     json_object *tools_list;              /* owned cache of the tools/list result */
     mcp_features_t features;              /* resources, prompts, completion */
     mcp_session_t *sessions;              /* borrowed list of live sessions */
+    unsigned long next_serial;            /* sessions made so far */
 };
 
 struct mcp_call {
@@ -88,6 +90,7 @@ struct mcp_session {
     mcp_send_fn *send;
     void *transport;
     bool initialized;             /* initialize answered */
+    unsigned long serial;         /* mcp_session_serial */
     char protocol[32];
     json_object *client_caps;     /* owned */
     mcp_log_level_t log_level;

@@ -65,6 +65,12 @@ static void s_flush(s_follow_t *f)
         if (f->skipped[s])
             buf_printf(&f->pending[s], "\n… [%zu bytes not streamed; the result keeps the output] …\n", f->skipped[s]);
         mcp_call_log(f->call, levels[s], loggers[s], f->pending[s].data, f->pending[s].len);
+        /* The same batch as rat/output {text, stream}: what vscode-rat reads
+         * (it ignores notifications/message). */
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "text", json_object_new_string_len(f->pending[s].data, (int)f->pending[s].len));
+        json_object_object_add(p, "stream", json_object_new_string(loggers[s]));
+        mcp_call_notify(f->call, "rat/output", p);
         buf_reset(&f->pending[s]);
         f->skipped[s] = 0;
         sent = true;
@@ -144,63 +150,162 @@ static void s_render_problem(runtime_exec_t *ex, buf_t *b)
     }
 }
 
-static void s_render_done(runtime_exec_t *ex, buf_t *b)
+/* ------------------------------------------------------------ results */
+
+/* What a run result's structuredContent says (the run_result schema in
+ * schemas.json); body is the text without its footer. Reads the
+ * truncation facts of the segment just rendered, so call it after
+ * output_render and before output_reset. Caller owns the result. */
+static json_object *s_structured(runtime_exec_t *ex, const char *status, const char *body, const char *footer)
 {
-    output_render(runtime_exec_output(ex), b);
-    s_render_problem(ex, b);
-    if (b->len)
-        buf_puts(b, "\n\n");
-    bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
-    textfmt_footer(b, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), runtime_exec_assets(ex));
+    json_object *o = json_object_new_object();
+    bool success = strcmp(status, "error") != 0 && strcmp(status, "cancelled") != 0;
+    json_object_object_add(o, "status", json_object_new_string(status));
+    json_object_object_add(o, "success", json_object_new_boolean(success));
+    json_object_object_add(o, "output", json_object_new_string(body));
+    json_object_object_add(o, "footer", json_object_new_string(footer));
+    json_object_object_add(o, "exec_count", json_object_new_int64(runtime_exec_number(ex)));
+    json_object_object_add(o, "duration_ms", json_object_new_int64(runtime_exec_elapsed_ms(ex)));
+    bool done = runtime_exec_state(ex) == RUNTIME_EXEC_DONE;
+    if (done && runtime_exec_vars(ex) >= 0)
+        json_object_object_add(o, "vars", json_object_new_int64(runtime_exec_vars(ex)));
+    json_object_object_add(o, "assets", json_object_new_int64(runtime_exec_assets(ex)));
+    if (runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED)
+        json_object_object_add(o, "queue_position", json_object_new_int64((int64_t)runtime_exec_position(ex)));
+    json_object_object_add(o, "outputs", outitems_json(runtime_exec_items(ex)));
+    runtime_outcome_t oc = runtime_exec_outcome(ex);
+    if (done && oc == RUNTIME_ERROR) {
+        runtime_error_t e;
+        runtime_exec_error(ex, &e);
+        json_object *err = json_object_new_object();
+        json_object_object_add(err, "ename", json_object_new_string(e.ename ? e.ename : ""));
+        json_object_object_add(err, "evalue", json_object_new_string(e.evalue ? e.evalue : ""));
+        json_object_object_add(err, "traceback", e.traceback ? json_object_get(e.traceback) : json_object_new_array());
+        if (e.line > 0 && e.source) {
+            json_object_object_add(err, "line", json_object_new_int64(e.line));
+            json_object_object_add(err, "source", json_object_new_string(e.source));
+        }
+        json_object_object_add(o, "error", err);
+    } else if (done && oc != RUNTIME_OK) {
+        const char *why = oc == RUNTIME_ABORTED ? "aborted: the kernel did not run this code (an earlier error "
+                                                  "stopped the queue)"
+                                                : runtime_exec_why(ex);
+        json_object_object_add(o, "failure", json_object_new_string(why ? why : "failed"));
+    }
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(ex, &password);
+    if (prompt && strcmp(status, "input_requested") == 0) {
+        json_object *in = json_object_new_object();
+        json_object_object_add(in, "prompt", json_object_new_string(prompt));
+        json_object_object_add(in, "password", json_object_new_boolean(password));
+        json_object_object_add(o, "input", in);
+    }
+    output_t *out = runtime_exec_output(ex);
+    size_t dropped = 0, dropped_bytes = 0;
+    outitems_dropped(runtime_exec_items(ex), &dropped, &dropped_bytes);
+    if (output_truncated(out) || dropped || dropped_bytes) {
+        json_object *t = json_object_new_object();
+        json_object_object_add(t, "lines", json_object_new_int64((int64_t)output_line_count(out)));
+        json_object_object_add(t, "text_cut", json_object_new_boolean(output_truncated(out)));
+        if (output_spill_path(out))
+            json_object_object_add(t, "full_output", json_object_new_string(output_spill_path(out)));
+        else if (output_spill_error(out))
+            json_object_object_add(t, "full_output_error", json_object_new_string(output_spill_error(out)));
+        json_object_object_add(t, "outputs_dropped", json_object_new_int64((int64_t)dropped));
+        json_object_object_add(t, "bytes_dropped", json_object_new_int64((int64_t)dropped_bytes));
+        json_object_object_add(o, "truncated", t);
+    }
+    return o;
 }
 
-static void s_end(s_follow_t *f, const char *text, bool is_error, bool detach)
+/* The status word of a finished run. An error after a cancel's interrupt
+ * is the cancel's doing. */
+const char *tool_run_status_word(runtime_exec_t *ex)
+{
+    switch (runtime_exec_outcome(ex)) {
+    case RUNTIME_OK:
+        return "ok";
+    case RUNTIME_CANCELLED:
+        return "cancelled";
+    case RUNTIME_ERROR:
+        return runtime_exec_interrupted_ms(ex) >= 0 ? "cancelled" : "error";
+    default:
+        return "error";
+    }
+}
+
+/* Joins body and footer into the result text (a blank line between). */
+static void s_join(buf_t *text, const buf_t *body, const buf_t *footer)
+{
+    buf_append(text, body->data ? body->data : "", body->len);
+    if (body->len)
+        buf_puts(text, "\n\n");
+    buf_append(text, footer->data ? footer->data : "", footer->len);
+}
+
+static void s_end(s_follow_t *f, const char *text, bool is_error, bool detach, json_object *structured)
 {
     runtime_exec_t *ex = f->ex;
     runtime_exec_observe(ex, NULL, NULL);
     mcp_call_on_cancel(f->call, NULL, NULL);
-    mcp_call_text(f->call, text, is_error);
+    mcp_call_text_structured(f->call, text, is_error, structured);
     runtime_exec_release(ex, detach);
     s_follow_free(f);
+}
+
+/* Ends the call with body + footer; when reset, the segment handed out is
+ * forgotten (ctl wait continues from here). */
+static void s_end_parts(s_follow_t *f, const char *status, buf_t *body, buf_t *footer, bool is_error, bool detach,
+                        bool reset)
+{
+    runtime_exec_t *ex = f->ex;
+    json_object *sc = s_structured(ex, status, buf_str(body), buf_str(footer));
+    if (reset) {
+        output_reset(runtime_exec_output(ex));
+        outitems_reset(runtime_exec_items(ex));
+    }
+    buf_t text;
+    buf_init(&text, 0);
+    s_join(&text, body, footer);
+    s_end(f, buf_str(&text), is_error, detach, sc);
+    json_object_put(sc);
+    buf_free(&text);
+    buf_free(body);
+    buf_free(footer);
 }
 
 static void s_on_done(void *ud, runtime_exec_t *ex)
 {
     s_follow_t *f = ud;
     s_flush(f);
-    buf_t b;
-    buf_init(&b, 0);
-    s_render_done(ex, &b);
-    s_end(f, buf_str(&b), runtime_exec_outcome(ex) != RUNTIME_OK, false);
-    buf_free(&b);
-}
-
-static void s_input_text(s_follow_t *f, buf_t *b)
-{
-    bool password = false;
-    const char *prompt = runtime_exec_prompt(f->ex, &password);
-    output_render(runtime_exec_output(f->ex), b);
-    output_reset(runtime_exec_output(f->ex));
-    if (b->len)
-        buf_puts(b, "\n\n");
-    buf_printf(b, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
-    buf_put_json_str(b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
-    buf_printf(b, "\n⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\")",
-               runtime_exec_number(f->ex));
-    if (f->elicit_note) {
-        buf_putc(b, '\n');
-        buf_puts(b, f->elicit_note);
-    }
+    buf_t body, footer;
+    buf_init(&body, 0);
+    buf_init(&footer, 0);
+    output_render(runtime_exec_output(ex), &body);
+    s_render_problem(ex, &body);
+    bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
+    textfmt_footer(&footer, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), runtime_exec_assets(ex));
+    s_end_parts(f, tool_run_status_word(ex), &body, &footer, !ok, false, false);
 }
 
 static void s_end_with_input(s_follow_t *f)
 {
     s_flush(f);
-    buf_t b;
-    buf_init(&b, 0);
-    s_input_text(f, &b);
-    s_end(f, buf_str(&b), false, true);
-    buf_free(&b);
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(f->ex, &password);
+    buf_t body, footer;
+    buf_init(&body, 0);
+    buf_init(&footer, 0);
+    output_render(runtime_exec_output(f->ex), &body);
+    buf_printf(&footer, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
+    buf_put_json_str(&footer, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
+    buf_printf(&footer, "\n⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\")",
+               runtime_exec_number(f->ex));
+    if (f->elicit_note) {
+        buf_putc(&footer, '\n');
+        buf_puts(&footer, f->elicit_note);
+    }
+    s_end_parts(f, "input_requested", &body, &footer, false, true, true);
 }
 
 /* The client's reply to elicitation/create (see mcp_response_fn: both NULL
@@ -252,22 +357,20 @@ static void s_on_wait(loop_t *loop, void *ud)
     f->wait_timer = 0;
     s_flush(f);
     runtime_exec_t *ex = f->ex;
-    buf_t b;
-    buf_init(&b, 0);
-    output_render(runtime_exec_output(ex), &b);
-    output_reset(runtime_exec_output(ex));
-    if (b.len)
-        buf_puts(&b, "\n\n");
-    if (runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED) {
-        buf_printf(&b, "⏳ queued (%zu ahead) | not started yet\n", runtime_exec_position(ex));
-        buf_puts(&b, "↳ it runs when the kernel is free: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") drops it");
+    buf_t body, footer;
+    buf_init(&body, 0);
+    buf_init(&footer, 0);
+    output_render(runtime_exec_output(ex), &body);
+    bool queued = runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED;
+    if (queued) {
+        buf_printf(&footer, "⏳ queued (%zu ahead) | not started yet\n", runtime_exec_position(ex));
+        buf_puts(&footer, "↳ it runs when the kernel is free: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") drops it");
     } else {
-        buf_printf(&b, "⏳ running %.1fs | exec #%ld\n", (double)runtime_exec_elapsed_ms(ex) / 1000.0,
+        buf_printf(&footer, "⏳ running %.1fs | exec #%ld\n", (double)runtime_exec_elapsed_ms(ex) / 1000.0,
                    runtime_exec_number(ex));
-        buf_puts(&b, "↳ still running: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") stops it");
+        buf_puts(&footer, "↳ still running: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") stops it");
     }
-    s_end(f, buf_str(&b), false, true);
-    buf_free(&b);
+    s_end_parts(f, queued ? "queued" : "running", &body, &footer, false, true, true);
 }
 
 static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
@@ -338,7 +441,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         mcp_call_text(call, "run: give either code (to execute) or input (to answer a pending input()), not both", true);
         return;
     }
-    uintptr_t me = (uintptr_t)mcp_call_session(call);
+    uintptr_t me = (uintptr_t)mcp_session_serial(mcp_call_session(call));
     if (input) {
         if (waiting && runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
             /* A prompt is answered by the session whose run asked, and the
@@ -360,7 +463,13 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
             return;
         }
         if (runtime_exec_claim(cur) < 0) {
-            mcp_call_text(call, "✓ input sent (another call is following this run)", false);
+            /* The output belongs to the call that follows the run. */
+            const char *text = "✓ input sent (another call is following this run)";
+            json_object *sc = s_structured(cur, "running", "", text);
+            json_object_object_add(sc, "outputs", json_object_new_array());
+            json_object_object_del(sc, "truncated");
+            mcp_call_text_structured(call, text, false, sc);
+            json_object_put(sc);
             return;
         }
         runtime_exec_t *ex = cur;
@@ -413,6 +522,7 @@ void tool_run_describe(mcp_tool_t *out)
                        "of the last expression, errors) with a status footer. Also answers a pending input() "
                        "prompt when called with `input` (and `code` empty).",
         .input_schema = s_schema,
+        .output_schema = tools_schema("run"),
         .destructive = true,
     };
 }
