@@ -147,16 +147,36 @@ test('Interrupt stops a sleep(60)', { skip: SKIP }, async () => {
   await shot('09-cancelled');
 });
 
-test('a run made by an MCP SDK client shows up (its variable appears)', { skip: SKIP }, async () => {
+test('a run made by an MCP SDK client appears live, and the variables panel follows it', { skip: SKIP }, async () => {
   const h = await connectHttp(srv.url);
   try {
-    const r = await call(h, 'run', { code: 'from_agent = 6 * 7' });
-    assert.match(r.text, /✓/);
+    const code = "import time\nfor k in range(4): print('agent step', k, flush=True); time.sleep(0.5)\nfrom_agent = 6 * 7";
+    const done = call(h, 'run', { code });
+    const w = page.locator('.cell.watched', { hasText: 'from_agent' });
+    await w.locator('.out .stream', { hasText: 'agent step 0' }).waitFor({ timeout: T(20000) });
+    assert.ok(await w.evaluate((el) => el.classList.contains('running')), 'shown while it runs');
+    assert.match(await w.locator('.origin').innerText(), /another client \(session \d+\)/);
+    await shot('10-other-client-running');
+    assert.match((await done).text, /✓/);
+    await w.locator('.out .footer', { hasText: '✓' }).waitFor({ timeout: T(20000) });
+    assert.match(await w.locator('.out').innerText(), /agent step 3/);
+    await w.locator('.count', { hasText: /^\[\d+\]$/ }).waitFor({ timeout: T(20000) });
   } finally {
     await h.close();
   }
   await page.locator('#vars li[data-path="from_agent"]').waitFor({ timeout: T(20000) });
-  await shot('10-other-client');
+  await shot('11-other-client-done');
+});
+
+test('an error shows its traceback', { skip: SKIP }, async () => {
+  const c = await runInNewCell("def inner(x):\n    return x / 0\n\ninner(1)");
+  const err = c.locator('.out pre.error');
+  await err.waitFor({ timeout: T(20000) });
+  const text = await err.innerText();
+  assert.match(text, /ZeroDivisionError/);
+  assert.match(text, /inner/, 'the frames, not only the last line');
+  assert.doesNotMatch(text, /\x1b\[/, 'no ANSI escapes');
+  await shot('12-traceback');
 });
 
 test('save as .ipynb and open it again', { skip: SKIP }, async () => {
@@ -181,7 +201,7 @@ test('save as .ipynb and open it again', { skip: SKIP }, async () => {
   assert.equal(await page.locator('.cell').count(), n);
   await page.locator('.cell .out img.image').first().waitFor({ timeout: T(10000) });
   await page.locator('.cell .out', { hasText: 'tick 4' }).waitFor({ timeout: T(10000) });
-  await shot('11-reopened');
+  await shot('13-reopened');
 });
 
 test('the page has logged no errors and no CSP violations', { skip: SKIP }, () => {
@@ -202,7 +222,7 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     const p2 = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const r401 = await p2.goto(`${s2.base}/`);
     assert.equal(r401.status(), 401);
-    await p2.screenshot({ path: path.join(SHOTS, '12-token-refused.png') });
+    await p2.screenshot({ path: path.join(SHOTS, '14-token-refused.png') });
     await p2.close();
     await open(url);
     assert.doesNotMatch(page.url(), /token=/, 'the token leaves the address bar');
@@ -212,7 +232,7 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     const el = img.locator('.out img.image');
     await el.waitFor({ timeout: T(60000) });
     await page.waitForFunction((e) => e.complete && e.naturalWidth > 100, await el.elementHandle(), { timeout: T(10000) });
-    await shot('13-token-works');
+    await shot('15-token-works');
   } finally {
     await s2.stop();
   }

@@ -23,9 +23,11 @@ function kernelCompletions(mcp) {
     try { r = await mcp.call('look', { code, cursor: cpLen(code.slice(0, ctx.pos)) }); } catch { return null; }
     const s = r.structured;
     if (!s || !Array.isArray(s.items) || !s.items.length) return null;
-    const start = s.cursor_start ?? s.replace_start, end = s.cursor_end ?? s.replace_end;
+    // UTF-16 offsets when the server gives them, else convert code points.
+    const from = s.replace_start_utf16 ?? cpToUtf16(code, s.replace_start ?? s.cursor_start);
+    const to = s.replace_end_utf16 ?? cpToUtf16(code, s.replace_end ?? s.cursor_end);
     return {
-      from: cpToUtf16(code, start), to: cpToUtf16(code, end),
+      from, to,
       options: s.items.map((it) => ({ label: it.label, type: KINDS[it.kind] || it.kind, detail: it.signature || undefined })),
       validFor: /^[\w]*$/,
     };

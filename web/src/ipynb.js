@@ -11,20 +11,16 @@ export async function toIpynb(cells, fetchAsset) {
     if (c.type !== 'code') { out.push({ cell_type: 'markdown', id: c.id, metadata: {}, source }); continue; }
     const outputs = [];
     for (const o of c.outputs) {
-      const url = o.metadata && o.metadata['rat/asset'];
-      if (url) {
+      if (o.output_type === 'stream') { outputs.push({ output_type: 'stream', name: o.name, text: lines(o.text) }); continue; }
+      if (o.output_type === 'error') { outputs.push({ output_type: 'error', ename: o.ename, evalue: o.evalue, traceback: o.traceback }); continue; }
+      const data = {};
+      for (const [k, v] of Object.entries(o.data || {})) data[k] = k.startsWith('image/') && k !== 'image/svg+xml' ? v : lines(String(v));
+      for (const url of (o.metadata && o.metadata['rat/assets']) || []) {
         const a = await fetchAsset(url);
-        if (a) {
-          const data = { 'text/plain': [o.data['text/plain']] };
-          data[a.mime] = a.mime.startsWith('image/') && a.mime !== 'image/svg+xml' ? a.base64 : lines(a.text);
-          outputs.push({ output_type: 'display_data', data, metadata: {} });
-          continue;
-        }
+        if (a) data[a.mime] = a.mime.startsWith('image/') && a.mime !== 'image/svg+xml' ? a.base64 : lines(a.text);
       }
-      if (o.output_type === 'stream') outputs.push({ output_type: 'stream', name: o.name, text: lines(o.text) });
-      else if (o.output_type === 'error') outputs.push({ output_type: 'error', ename: o.ename, evalue: o.evalue, traceback: o.traceback });
-      else if (o.data && (o.data['image/png'] || o.data['image/jpeg'])) outputs.push({ output_type: 'display_data', data: o.data, metadata: {} });
-      else outputs.push({ output_type: 'display_data', data: { 'text/plain': lines(o.data['text/plain']) }, metadata: {} });
+      if (!data['text/plain']) data['text/plain'] = [''];
+      outputs.push({ output_type: 'display_data', data, metadata: {} });
     }
     out.push({ cell_type: 'code', id: c.id, execution_count: c.execCount ?? null, metadata: {}, source, outputs });
   }

@@ -26,8 +26,17 @@ function showKernel(line) {
 }
 
 const vars = new Vars($('#vars'), mcp);
+// One overview at a time; a request while one is out asks for one more.
+let varsBusy = null, varsAgain = false;
 async function refreshVars() {
-  const h = await vars.refresh();
+  if (varsBusy) { varsAgain = true; return varsBusy; }
+  varsBusy = (async () => {
+    let h;
+    do { varsAgain = false; h = await vars.refresh(); } while (varsAgain);
+    return h;
+  })();
+  const h = await varsBusy;
+  varsBusy = null;
   if (h) showKernel(h);
   return h;
 }
@@ -37,9 +46,39 @@ const nb = new Notebook($('#cells'), mcp, {
   assetUrl,
 });
 
-// Any client's run moves ctl status's rev: refresh the variables then. A
-// light poll (one small call every 2 s while the page is visible) until the
-// server pushes events.
+// The kernel's state and the variables follow every client's runs through
+// MCP resource subscriptions (rat://status, rat://variables) and rat/event
+// (rat://events) on the session's GET stream (doc/tools.md#watching). A
+// server without them is polled (ctl status's rev moves on every run).
+async function readStatus() {
+  try {
+    const r = await mcp.request('resources/read', { uri: 'rat://status' });
+    const st = JSON.parse(r.contents[0].text);
+    showKernel(`${st.language} ${st.waiting_for_input ? 'input' : st.state}`);
+  } catch { /* the next update tries again */ }
+}
+
+let lastSeq = null;
+mcp.onNotification = (n) => {
+  if (n.method === 'notifications/resources/updated') {
+    if (n.params.uri === 'rat://variables') refreshVars();
+    else if (n.params.uri === 'rat://status') readStatus();
+  } else if (n.method === 'rat/event') {
+    const ev = n.params;
+    // A gap in seq: events were lost (a slow page); re-read the state.
+    if (lastSeq !== null && ev.seq !== lastSeq + 1) { refreshVars(); readStatus(); }
+    lastSeq = ev.seq;
+    nb.onEvent(ev);
+  }
+};
+
+async function subscribe() {
+  try {
+    for (const uri of ['rat://status', 'rat://variables', 'rat://events']) await mcp.request('resources/subscribe', { uri });
+    return true;
+  } catch { return false; }
+}
+
 let lastRev = null;
 async function poll() {
   if (document.visibilityState === 'visible') {
@@ -139,7 +178,7 @@ async function start() {
   try {
     await mcp.connect();
     status('connected');
-    poll();
+    if (await subscribe()) { readStatus(); refreshVars(); } else poll();
   } catch (e) {
     status(String(e.message || e), 'bad');
   }

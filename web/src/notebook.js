@@ -13,9 +13,12 @@ export class Notebook {
     this.hooks = hooks;       // {afterRun(), status(text), assetUrl(url)}
     this.cells = [];
     this.active = null;
+    this.mine = new Set();    // cells whose run this page is following
+    this.watched = new Map(); // run id -> cell, for other clients' runs
   }
 
-  add(source = '', after = null, type = 'code') {
+  // Adds a cell after `after` (null: at the end), or before `before`.
+  add(source = '', after = null, type = 'code', before = null) {
     const cell = { id: `c${nextId++}`, type, running: false, outputs: [], execCount: null };
     const el = document.createElement('section');
     el.className = `cell ${type}`;
@@ -34,9 +37,9 @@ export class Notebook {
     };
     cell.view = makeEditor(el.querySelector('.editor'), source, this.mcp, keys);
     el.addEventListener('focusin', () => this.setActive(cell));
-    const i = after ? this.cells.indexOf(after) + 1 : this.cells.length;
+    const i = before ? this.cells.indexOf(before) : after ? this.cells.indexOf(after) + 1 : this.cells.length;
     this.cells.splice(i, 0, cell);
-    if (after) after.el.after(el); else this.root.append(el);
+    if (before) before.el.before(el); else if (after) after.el.after(el); else this.root.append(el);
     return cell;
   }
 
@@ -78,6 +81,10 @@ export class Notebook {
   }
 
   // --- output -------------------------------------------------------------
+  // cell.outputs holds what the cell shows, in nbformat's shape, for saving:
+  // {output_type: 'stream', name, text} | {output_type: 'error', ename,
+  // evalue, traceback} | {output_type: 'display_data', data, metadata}
+  // (metadata['rat/assets']: the asset URLs behind its rich parts).
 
   // Adds an output element, above the footer line (which stays last).
   put(cell, el) {
@@ -92,7 +99,15 @@ export class Notebook {
     cell.streamed = '';
   }
 
+  // Everything but the footer and a pending prompt.
+  clearOutputs(cell) {
+    for (const el of [...cell.outEl.children]) if (!el.matches('.footer, .ask')) el.remove();
+    cell.outputs = [];
+    cell.stream = null;
+  }
+
   appendStream(cell, name, text) {
+    if (!text) return;
     cell.streamed += text;
     let pre = cell.stream;
     if (!pre) {
@@ -101,44 +116,66 @@ export class Notebook {
       this.put(cell, pre);
       cell.stream = pre;
     }
-    const last = pre.lastChild;
-    if (last && last.dataset.name === name) last.textContent += text;
-    else {
-      const span = document.createElement('span');
+    let span = pre.lastChild;
+    if (!span || span.dataset.name !== name) {
+      span = document.createElement('span');
       span.dataset.name = name;
       span.className = name;
-      span.textContent = text;
       pre.append(span);
     }
+    // A carriage return rewrites its line (progress bars): keep the last frame.
+    const all = span.textContent + text;
+    span.textContent = all.includes('\r') ? all.replace(/[^\n]*\r(?!\n)/g, '') : all;
     const o = cell.outputs[cell.outputs.length - 1];
     if (o && o.output_type === 'stream' && o.name === name) o.text += text;
     else cell.outputs.push({ output_type: 'stream', name, text });
   }
 
-  appendItem(cell, it) {
-    cell.stream = null;
-    if (it.kind === 'text') {
-      const pre = document.createElement('pre');
-      pre.className = 'result';
-      pre.textContent = it.text;
-      this.put(cell, pre);
-      cell.outputs.push({ output_type: 'display_data', data: { 'text/plain': it.text }, metadata: {} });
-    } else if (it.kind === 'image') {
-      const img = document.createElement('img');
-      img.className = 'image';
-      img.alt = 'image output';
-      img.src = this.hooks.assetUrl(it.url);
-      this.put(cell, img);
-      cell.outputs.push({ output_type: 'display_data', data: { 'text/plain': `<image ${it.url}>` }, metadata: { 'rat/asset': it.url } });
-    } else if (it.kind === 'html') {
-      const f = document.createElement('iframe');
-      f.className = 'html';
-      f.setAttribute('sandbox', '');
-      f.src = this.hooks.assetUrl(it.url);
-      f.title = 'HTML output';
-      this.put(cell, f);
-      cell.outputs.push({ output_type: 'display_data', data: { 'text/plain': `<html ${it.url}>` }, metadata: { 'rat/asset': it.url } });
+  // One output item of run's structuredContent (or of a rat/event).
+  renderItem(cell, it) {
+    if (it.type === 'stream') { this.appendStream(cell, it.name, it.text); return; }
+    if (it.type === 'clear_output') { this.clearOutputs(cell); return; }
+    const data = it.data || {};
+    const assets = (it.assets || []).filter((a) => a.url);
+    const img = assets.find((a) => a.mime.startsWith('image/'));
+    const html = assets.find((a) => a.mime === 'text/html');
+    let el;
+    if (img) {
+      el = document.createElement('img');
+      el.className = 'image';
+      el.alt = data['text/plain'] || 'image output';
+      el.src = this.hooks.assetUrl(img.url);
+    } else if (html) {
+      el = document.createElement('iframe');
+      el.className = 'html';
+      el.setAttribute('sandbox', '');
+      el.title = 'HTML output';
+      el.src = this.hooks.assetUrl(html.url);
+    } else {
+      el = document.createElement('pre');
+      el.className = 'result';
+      el.textContent = data['text/plain'] ?? data['text/markdown'] ?? data['application/json'] ?? '';
     }
+    const saved = { output_type: 'display_data', data: { ...data }, metadata: { 'rat/assets': assets.map((a) => a.url) } };
+    if (it.display_id) {
+      el.dataset.displayId = it.display_id;
+      saved.displayId = it.display_id;
+      const old = [...cell.outEl.querySelectorAll('[data-display-id]')].filter((e) => e.dataset.displayId === it.display_id);
+      if (it.type === 'update_display_data') {
+        for (const e of old) e.replaceWith(el.cloneNode(true));
+        cell.outputs = cell.outputs.map((o) => (o.displayId === it.display_id ? saved : o));
+        return;
+      }
+    } else if (it.type === 'update_display_data') return;
+    cell.stream = null;
+    this.put(cell, el);
+    cell.outputs.push(saved);
+  }
+
+  // A text result's extra parts (a server without structuredContent).
+  appendItem(cell, it) {
+    if (it.kind === 'text') this.renderItem(cell, { type: 'display_data', data: { 'text/plain': it.text }, assets: [] });
+    else this.renderItem(cell, { type: 'display_data', data: {}, assets: [{ mime: it.kind === 'image' ? 'image/png' : 'text/html', url: it.url }] });
   }
 
   appendError(cell, text, cancelled) {
@@ -147,9 +184,9 @@ export class Notebook {
     pre.className = cancelled ? 'error cancelled' : 'error';
     pre.textContent = text;
     this.put(cell, pre);
-    const first = text.split('\n').find((l) => /^\w+(Error|Exception|Interrupt)?:?/.test(l)) || text;
-    const i = first.indexOf(':');
-    cell.outputs.push({ output_type: 'error', ename: i > 0 ? first.slice(0, i) : 'Error', evalue: i > 0 ? first.slice(i + 1).trim() : first, traceback: text.split('\n') });
+    const last = text.trim().split('\n').pop() || text;
+    const i = last.indexOf(':');
+    cell.outputs.push({ output_type: 'error', ename: i > 0 ? last.slice(0, i) : 'Error', evalue: i > 0 ? last.slice(i + 1).trim() : last, traceback: text.split('\n') });
   }
 
   // An output read from a saved notebook (nbformat 4).
@@ -159,28 +196,21 @@ export class Notebook {
     if (o.output_type === 'error') { this.appendError(cell, (o.traceback || []).join('\n').replace(/\x1b\[[0-9;]*m/g, '') || `${o.ename}: ${o.evalue}`, false); return; }
     const d = o.data || {};
     cell.stream = null;
-    const png = d['image/png'] || d['image/jpeg'];
-    if (png) {
+    const mime = ['image/png', 'image/jpeg'].find((k) => d[k]);
+    if (mime) {
       const img = document.createElement('img');
       img.className = 'image';
-      img.alt = 'image output';
-      const mime = d['image/png'] ? 'image/png' : 'image/jpeg';
-      img.src = `data:${mime};base64,${join(png).replace(/\s/g, '')}`;
+      img.alt = join(d['text/plain']) || 'image output';
+      img.src = `data:${mime};base64,${join(d[mime]).replace(/\s/g, '')}`;
       this.put(cell, img);
-      cell.outputs.push(o);
+      cell.outputs.push({ output_type: 'display_data', data: { ...d }, metadata: {} });
       return;
     }
-    if (d['text/plain'] !== undefined) {
-      const pre = document.createElement('pre');
-      pre.className = 'result';
-      pre.textContent = join(d['text/plain']);
-      this.put(cell, pre);
-      cell.outputs.push({ output_type: 'display_data', data: { 'text/plain': join(d['text/plain']) }, metadata: {} });
-    }
+    if (d['text/plain'] !== undefined) this.renderItem(cell, { type: 'display_data', data: { 'text/plain': join(d['text/plain']) }, assets: [] });
   }
 
   footer(cell, text) {
-    let f = cell.outEl.querySelector('.footer');
+    let f = cell.outEl.querySelector(':scope > .footer');
     if (!text) { if (f) f.remove(); return; }
     if (!f) { f = document.createElement('div'); f.className = 'footer'; }
     cell.outEl.append(f);
@@ -196,45 +226,103 @@ export class Notebook {
     if (!code.trim()) return;
     this.resetOutput(cell);
     cell.running = true;
+    cell.execCount = null;
     cell.el.classList.add('running');
     cell.el.classList.remove('failed');
     this.setCount(cell, null);
     this.footer(cell, 'queued…');
-    cell.execCount = null;
-    let ranCount = null;
+    this.mine.add(cell);
     try {
       await this.follow(cell, { code, wait: 3600 });
-      ranCount = cell.execCount;
     } catch (e) {
       this.appendError(cell, String(e.message || e), false);
     } finally {
+      this.mine.delete(cell);
       cell.running = false;
       cell.el.classList.remove('running');
       this.setCount(cell, cell.execCount);
-      // The text result has no exec count: the overview's header that
-      // follows every run has the last one ("python idle | 2 vars | exec #5").
       const header = await this.hooks.afterRun(cell);
-      const m = /^\S+ (\w+)\b.*exec #(\d+)( running)?/.exec(header || '');
-      if (m && !ranCount) this.setCount(cell, m[3] ? +m[2] - 1 : +m[2]);
+      // A server without structured results: the overview's header that
+      // follows the run has the last count ("python idle | 2 vars | exec #5").
+      const hm = /exec #(\d+)( running)?/.exec(header || '');
+      if (cell.execCount == null && hm) this.setCount(cell, hm[2] ? +hm[1] - 1 : +hm[1]);
+    }
+  }
+
+  // --- other clients' runs (rat/event, doc/tools.md#watching) ----------------
+
+  onEvent(ev) {
+    if (ev.mine) return;
+    let cell = this.watched.get(ev.run);
+    if (ev.type === 'run_started') {
+      const last = this.cells[this.cells.length - 1];
+      const blank = last && !last.running && !last.view.state.doc.length && !last.outputs.length;
+      // Above a blank last cell (where the person types next), else at the end.
+      cell = this.add(ev.code || '', null, 'code', blank ? last : null);
+      cell.el.classList.add('watched', 'running');
+      cell.running = true;
+      cell.watchedRun = ev.run;
+      const who = document.createElement('div');
+      who.className = 'origin';
+      who.textContent = `run by another client (session ${ev.session ?? '?'})${ev.code_truncated ? ' · code cut to 16 KiB' : ''}`;
+      cell.el.querySelector('.body').prepend(who);
+      this.setCount(cell, ev.exec_count || null);
+      this.footer(cell, 'running…');
+      this.watched.set(ev.run, cell);
+      if (blank) cell.el.scrollIntoView({ block: 'nearest' });
+      return;
+    }
+    if (!cell) return;
+    if (ev.type === 'run_output') {
+      for (const it of ev.outputs || []) this.renderItem(cell, it);
+      if (ev.dropped && (ev.dropped.outputs || ev.dropped.bytes)) this.appendStream(cell, 'stderr', `\n… ${ev.dropped.bytes || 0} bytes not shown live\n`);
+    } else if (ev.type === 'run_input') {
+      this.footer(cell, `waiting for input: ${JSON.stringify(ev.input?.prompt ?? '')} (the client that started the run answers it)`);
+    } else if (ev.type === 'run_ended') {
+      this.watched.delete(ev.run);
+      cell.running = false;
+      cell.el.classList.remove('running');
+      if (ev.error) { this.appendError(cell, `${ev.error.ename}: ${ev.error.evalue}`, ev.status === 'cancelled'); cell.el.classList.add('failed'); }
+      else if (ev.failure) { this.appendError(cell, ev.failure, ev.status === 'cancelled'); cell.el.classList.add('failed'); }
+      const ms = ev.duration_ms ?? 0;
+      const d = ms < 1000 ? `${ms}ms` : ms < 60000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.floor(ms / 60000)}m ${Math.round((ms % 60000) / 1000)}s`;
+      this.footer(cell, `${ev.success ? '✓' : '✗'} ${d}${ev.vars !== undefined ? ` | ${ev.vars} var${ev.vars === 1 ? '' : 's'}` : ''}`);
+      this.setCount(cell, ev.exec_count || cell.execCount);
     }
   }
 
   // One run or ctl-wait call, then whatever it leads to (an input() prompt,
-  // a long run followed with ctl wait), until the run has ended.
+  // a long run followed with ctl wait), until the run has ended. Output
+  // streams in live (notifications/message); the call's structured result
+  // then replaces what this call streamed with the complete, ordered
+  // outputs (images, displays, clear_output applied).
   async follow(cell, args, tool = 'run') {
     for (;;) {
+      const mark = document.createComment('call');
+      this.put(cell, mark);
+      const before = cell.outputs.length;
+      cell.streamed = '';
       const onNote = (n) => {
         if (n.method === 'notifications/message' && (n.params.logger === 'stdout' || n.params.logger === 'stderr')) {
-          if (cell.outEl.querySelector('.footer')?.textContent === 'queued…') this.footer(cell, 'running…');
+          if (cell.outEl.querySelector(':scope > .footer')?.textContent === 'queued…') this.footer(cell, 'running…');
           this.appendStream(cell, n.params.logger, typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data));
         }
       };
-      this.footer(cell, cell.streamed ? 'running…' : 'queued…');
+      this.footer(cell, 'running…');
       const res = await this.mcp.call(tool, args, onNote);
       const m = parseRun(res, cell.streamed);
+      if (m.outputs) {
+        // Drop what this call streamed; show the call's outputs instead.
+        while (mark.nextSibling && !mark.nextSibling.matches?.('.footer')) mark.nextSibling.remove();
+        cell.outputs.length = before;
+        cell.stream = null;
+        for (const it of m.outputs) this.renderItem(cell, it);
+      } else {
+        for (const it of m.items) this.appendItem(cell, it);
+      }
+      mark.remove();
+      if (m.note) this.appendStream(cell, 'stderr', `\n${m.note}\n`);
       if (m.execCount) this.setCount(cell, m.execCount);
-      for (const it of m.items) this.appendItem(cell, it);
-      cell.streamed = '';
       cell.stream = null;
       if (m.state === 'input') {
         this.footer(cell, '');
@@ -248,17 +336,11 @@ export class Notebook {
         continue;
       }
       if (m.state === 'running' || m.state === 'queued') { tool = 'ctl'; args = { op: 'wait' }; continue; }
-      if (m.state === 'refused') {
-        this.appendError(cell, m.error, false);
-        cell.el.classList.add('failed');
-        this.footer(cell, '');
-        return;
-      }
       if (m.error) {
         this.appendError(cell, m.error, m.state === 'cancelled');
         cell.el.classList.add('failed');
       }
-      this.footer(cell, m.footer);
+      this.footer(cell, m.state === 'refused' ? '' : m.footer);
       return;
     }
   }

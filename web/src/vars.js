@@ -36,12 +36,13 @@ export class Vars {
     if (seq !== this.seq) return null;
     let rows, header;
     if (r.structured && Array.isArray(r.structured.rows)) {
-      rows = r.structured.rows.map((x) => ({ name: x.name, type: x.type + (x.size ? ` ${x.size}` : ''), preview: x.preview ?? '', expandable: x.expandable !== false }));
+      rows = r.structured.rows.map((x) => ({ name: x.name, type: x.type, preview: x.preview ?? '', expandable: !!x.expandable }));
       header = r.text.split('\n')[0];
     } else {
       const lines = r.text.split('\n');
       header = lines[0];
       rows = parseRows(lines.slice(1)).map((x) => ({ ...x, expandable: true }));
+      if (/not available/.test(r.text)) rows = [];
     }
     const list = document.createElement('ul');
     list.className = 'tree';
@@ -108,8 +109,9 @@ export class Vars {
     const s = r.structured;
     let kids, detail;
     if (s && Array.isArray(s.children)) {
-      kids = s.children.map((c) => ({ name: c.name ?? c.key ?? c.label, type: c.type, preview: c.preview ?? '', expandable: !!c.expandable, path: c.path }));
-      detail = [s.signature, s.doc].filter(Boolean).join('\n');
+      kids = s.children.map((c) => ({ name: c.name, type: c.type, preview: c.value ?? '', expandable: !!c.expandable, path: c.path }));
+      detail = s.source === 'kernel' ? (s.text || '') : [s.signature, s.doc].filter(Boolean).join('\n');
+      if (!kids.length && !detail && s.value !== undefined) detail = `= ${s.value}`;
     } else {
       const lines = r.text.split('\n');
       const start = lines.findIndex((l, i) => i > 0 && l.trim() === '');
