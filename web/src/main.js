@@ -13,7 +13,16 @@ const mcp = new Mcp(token);
 // the query, as Jupyter does; the page's Referrer-Policy keeps it in.
 const assetUrl = (u) => (token ? `${u}?token=${encodeURIComponent(token)}` : u);
 
-const status = (text, cls = '') => { const s = $('#status'); s.textContent = text; s.className = cls; };
+// The status line: what the last action said; a passing message fades back
+// to the connection state after a few seconds, an error stays.
+let statusTimer = 0;
+const status = (text, cls = '') => {
+  const s = $('#status');
+  s.textContent = text;
+  s.className = cls;
+  clearTimeout(statusTimer);
+  if (!cls && text !== 'connected') statusTimer = setTimeout(() => { s.textContent = 'connected'; }, 6000);
+};
 let kernelState = 'starting';
 function showKernel(line) {
   // "python idle | exec #5 | rev 17 | up 3600s" or look's "python idle | 3 vars | exec #5"
