@@ -93,6 +93,11 @@ typedef struct {
      * NULL for none. */
     const char *output_schema;
     bool read_only, destructive, idempotent; /* annotations */
+    /* Optional: a leniency the schema cannot say. Gets the client's
+     * arguments (an object, borrowed) before they are checked and returns
+     * a new reference to what is checked instead (args itself, or a copy
+     * with what the client left out filled in). */
+    json_object *(*prepare)(json_object *args);
     mcp_tool_fn *fn;
     void *ud;
 } mcp_tool_t;

@@ -118,7 +118,10 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
     call->tool = xstrdup(tool->tool.name);
     json_object *clean = NULL;
     char err[512];
-    if (schema_apply(tool->schema, args, &clean, err, sizeof err) < 0) {
+    json_object *given = args && tool->tool.prepare ? tool->tool.prepare(args) : json_object_get(args);
+    int bad = schema_apply(tool->schema, given, &clean, err, sizeof err);
+    json_object_put(given);
+    if (bad < 0) {
         /* Input validation failures are tool errors the model can correct
          * (MCP 2025-11-25, SEP-1303), not protocol errors. */
         char *text = xasprintf("%s: %s", tool->tool.name, err);
