@@ -149,6 +149,8 @@ void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void 
  * without a cancel function, simply stop sending. */
 void mcp_session_forget_origin(mcp_session_t *self, void *origin);
 bool mcp_session_initialized(const mcp_session_t *self);
+/* The clientInfo.name the client gave at initialize (at most 63 bytes), or "". */
+const char *mcp_session_client_name(const mcp_session_t *self);
 /* Whether the client declared a capability (e.g. "elicitation"). */
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
 /* Sends a notification not tied to any request. params consumed. */
