@@ -343,6 +343,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         transport_stdio_flush(tr, FLUSH_MS);
     transport_stdio_destroy(&tr); /* cancels calls in flight (they release their runs) */
     transport_http_destroy(&app.http);
+    tool_watch_destroy(&ctx); /* it watches the runtime: before it goes */
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
 out:
     transport_stdio_destroy(&tr);

@@ -276,6 +276,11 @@ bool mcp_session_initialized(const mcp_session_t *self)
     return self->initialized;
 }
 
+const char *mcp_session_client_name(const mcp_session_t *self)
+{
+    return self->client_name;
+}
+
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability)
 {
     return self->client_caps && json_object_object_get_ex(self->client_caps, capability, NULL);

@@ -93,6 +93,11 @@ typedef struct {
      * NULL for none. */
     const char *output_schema;
     bool read_only, destructive, idempotent; /* annotations */
+    /* Optional: a leniency the schema cannot say. Gets the client's
+     * arguments (an object, borrowed) before they are checked and returns
+     * a new reference to what is checked instead (args itself, or a copy
+     * with what the client left out filled in). */
+    json_object *(*prepare)(json_object *args);
     mcp_tool_fn *fn;
     void *ud;
 } mcp_tool_t;
@@ -144,6 +149,8 @@ void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void 
  * without a cancel function, simply stop sending. */
 void mcp_session_forget_origin(mcp_session_t *self, void *origin);
 bool mcp_session_initialized(const mcp_session_t *self);
+/* The clientInfo.name the client gave at initialize (at most 63 bytes), or "". */
+const char *mcp_session_client_name(const mcp_session_t *self);
 /* Whether the client declared a capability (e.g. "elicitation"). */
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
 /* Sends a notification not tied to any request. params consumed. */

@@ -91,6 +91,7 @@ struct mcp_session {
     void *transport;
     bool initialized;             /* initialize answered */
     unsigned long serial;         /* mcp_session_serial */
+    char client_name[64];         /* clientInfo.name from initialize (cut), or "" */
     char protocol[32];
     json_object *client_caps;     /* owned */
     mcp_log_level_t log_level;

@@ -23,7 +23,9 @@ static const char s_schema[] =
     "data['two words'], model.layers.0.type, math.sqrt.\"},"
     "\"code\":{\"type\":\"string\",\"description\":\"Code to complete (with cursor).\"},"
     "\"cursor\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Cursor position in code, in characters "
-    "(default: the end).\"}},"
+    "(default: the end).\"},"
+    "\"full\":{\"type\":\"boolean\",\"description\":\"Accepted for vscode-rat: look(at) is always the full "
+    "inspection.\"}},"
     "\"additionalProperties\":false}";
 
 typedef struct {

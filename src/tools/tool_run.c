@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assets.h"
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
@@ -17,6 +18,7 @@
 #define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
 #define NOTIFY_MAX (64u << 10)     /* bytes of one batch; the rest is summarized */
 #define KEEPALIVE_MS 5000          /* progress while silent, for resetTimeoutOnProgress */
+#define HOLD_WAIT_S 86400.0        /* the default wait for clients that hold the call (s_holds) */
 
 static const char s_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -156,13 +158,41 @@ static void s_render_problem(runtime_exec_t *ex, buf_t *b)
  * schemas.json); body is the text without its footer. Reads the
  * truncation facts of the segment just rendered, so call it after
  * output_render and before output_reset. Caller owns the result. */
-static json_object *s_structured(runtime_exec_t *ex, const char *status, const char *body, const char *footer)
+/* Appends to body one line `__RAT_PLOT__:<file>` per image saved in items:
+ * vscode-rat's plot convention (it copies that file and shows it). */
+static void s_plot_lines(struct assets *store, json_object *items, buf_t *body)
+{
+    for (size_t i = 0; store && i < json_object_array_length(items); i++) {
+        json_object *assets = NULL;
+        if (!json_object_object_get_ex(json_object_array_get_idx(items, i), "assets", &assets))
+            continue;
+        for (size_t k = 0; k < json_object_array_length(assets); k++) {
+            json_object *a = json_object_array_get_idx(assets, k), *mime = NULL, *id = NULL;
+            if (!json_object_object_get_ex(a, "mime", &mime) || !json_object_object_get_ex(a, "id", &id) ||
+                strncmp(json_object_get_string(mime), "image/", 6) != 0)
+                continue;
+            char *path = assets_path(store, json_object_get_string(id), NULL);
+            if (path)
+                buf_printf(body, "%s__RAT_PLOT__:%s", body->len ? "\n" : "", path);
+            free(path);
+        }
+    }
+}
+
+static json_object *s_structured(struct assets *store, runtime_exec_t *ex, const char *status, const char *body,
+                                 const char *footer)
 {
     json_object *o = json_object_new_object();
     bool success = strcmp(status, "error") != 0 && strcmp(status, "cancelled") != 0;
     json_object_object_add(o, "status", json_object_new_string(status));
     json_object_object_add(o, "success", json_object_new_boolean(success));
-    json_object_object_add(o, "output", json_object_new_string(body));
+    json_object *items = outitems_json(runtime_exec_items(ex));
+    buf_t text;
+    buf_init(&text, 0);
+    buf_puts(&text, body);
+    s_plot_lines(store, items, &text);
+    json_object_object_add(o, "output", json_object_new_string(buf_str(&text)));
+    buf_free(&text);
     json_object_object_add(o, "footer", json_object_new_string(footer));
     json_object_object_add(o, "exec_count", json_object_new_int64(runtime_exec_number(ex)));
     json_object_object_add(o, "duration_ms", json_object_new_int64(runtime_exec_elapsed_ms(ex)));
@@ -172,7 +202,7 @@ static json_object *s_structured(runtime_exec_t *ex, const char *status, const c
     json_object_object_add(o, "assets", json_object_new_int64(runtime_exec_assets(ex)));
     if (runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED)
         json_object_object_add(o, "queue_position", json_object_new_int64((int64_t)runtime_exec_position(ex)));
-    json_object_object_add(o, "outputs", outitems_json(runtime_exec_items(ex)));
+    json_object_object_add(o, "outputs", items);
     runtime_outcome_t oc = runtime_exec_outcome(ex);
     if (done && oc == RUNTIME_ERROR) {
         runtime_error_t e;
@@ -259,7 +289,7 @@ static void s_end_parts(s_follow_t *f, const char *status, buf_t *body, buf_t *f
                         bool reset)
 {
     runtime_exec_t *ex = f->ex;
-    json_object *sc = s_structured(ex, status, buf_str(body), buf_str(footer));
+    json_object *sc = s_structured(f->ctx->assets, ex, status, buf_str(body), buf_str(footer));
     if (reset) {
         output_reset(runtime_exec_output(ex));
         outitems_reset(runtime_exec_items(ex));
@@ -335,12 +365,25 @@ static void s_on_elicit(void *ud, json_object *result, json_object *error)
         s_end_with_input(f);
 }
 
+/* Clients that hold a run's call open until the run ends: they never call
+ * ctl wait, and answer input() with run {input} on another request while
+ * the run's call stays open (they poll ctl status for waiting_for_input).
+ * Known by the clientInfo.name they send; vscode-rat is the one. */
+static bool s_holds(mcp_session_t *s)
+{
+    return strcmp(mcp_session_client_name(s), "rat-vscode") == 0;
+}
+
 static void s_on_input(void *ud, runtime_exec_t *ex)
 {
     s_follow_t *f = ud;
     bool password = false;
     const char *prompt = runtime_exec_prompt(ex, &password);
     mcp_session_t *s = mcp_call_session(f->call);
+    if (s_holds(s)) {
+        s_flush(f);
+        return; /* the answer comes as run {input}; this call goes on */
+    }
     /* Form elicitation must not collect secrets (MCP spec), so password
      * prompts always take the run(code="", input=...) route. */
     if (!password && !f->elicit_refused && mcp_session_client_has(s, "elicitation") && mcp_session_can_request(s)) {
@@ -434,6 +477,8 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     double wait_s = json_object_object_get_ex(args, "wait", &v) ? json_object_get_double(v) : TOOLS_DEFAULT_WAIT_S;
     if (!isfinite(wait_s) || wait_s < 0)
         wait_s = TOOLS_DEFAULT_WAIT_S;
+    if (s_holds(mcp_call_session(call)) && wait_s == TOOLS_DEFAULT_WAIT_S)
+        wait_s = HOLD_WAIT_S;
     bool has_code = code && code[strspn(code, " \t\r\n")] != '\0';
     runtime_exec_t *cur = runtime_current(ctx->rt);
     bool waiting = cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT;
@@ -465,7 +510,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         if (runtime_exec_claim(cur) < 0) {
             /* The output belongs to the call that follows the run. */
             const char *text = "✓ input sent (another call is following this run)";
-            json_object *sc = s_structured(cur, "running", "", text);
+            json_object *sc = s_structured(ctx->assets, cur, "running", "", text);
             json_object_object_add(sc, "outputs", json_object_new_array());
             json_object_object_del(sc, "truncated");
             mcp_call_text_structured(call, text, false, sc);
@@ -513,6 +558,22 @@ const char *tools_instructions(void)
            "status, wait.";
 }
 
+/* `input` without `code` counts as code "" (vscode-rat answers input()
+ * that way; `code` stays required in the schema, which makes it mcp2cli's
+ * positional argument). */
+static json_object *s_prepare(json_object *args)
+{
+    json_object *in = NULL, *code = NULL;
+    bool has_input = json_object_object_get_ex(args, "input", &in) && in && !json_object_is_type(in, json_type_null);
+    bool has_code = json_object_object_get_ex(args, "code", &code) && code && !json_object_is_type(code, json_type_null);
+    if (!has_input || has_code)
+        return json_object_get(args);
+    json_object *copy = NULL;
+    json_object_deep_copy(args, &copy, NULL);
+    json_object_object_add(copy, "code", json_object_new_string(""));
+    return copy;
+}
+
 void tool_run_describe(mcp_tool_t *out)
 {
     *out = (mcp_tool_t){
@@ -523,6 +584,7 @@ void tool_run_describe(mcp_tool_t *out)
                        "prompt when called with `input` (and `code` empty).",
         .input_schema = s_schema,
         .output_schema = tools_schema("run"),
+        .prepare = s_prepare,
         .destructive = true,
     };
 }

@@ -65,7 +65,9 @@ test('run: stream, display, execute_result, assets, display updates and clear_ou
     assert.ok(sc.vars >= 1);
     assert.equal(sc.assets, 2);
     // The text stays the seed's; output + footer are its two parts.
-    assert.equal(r.text, `${sc.output}\n\n${sc.footer}`);
+    // output ends with vscode-rat's plot line for the image (its convention).
+    assert.equal(r.text, `${sc.output.replace(/\n__RAT_PLOT__:.*$/, '')}\n\n${sc.footer}`);
+    assert.match(sc.output, /\n__RAT_PLOT__:\/.*\/asset-[0-9a-f]{32}\.png$/);
     assert.match(sc.footer, /^✓ \d+ms \| \d+ vars? \| 2 assets$/);
     const kinds = sc.outputs.map((o) => o.type + (o.name ? `:${o.name}` : ''));
     assert.deepEqual(kinds, ['clear_output', 'stream:stdout', 'stream:stderr', 'stream:stdout', 'display_data',
