@@ -4,6 +4,7 @@
 // Each step leaves a screenshot in $RAT_BUILD_DIR/test-output/page/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,6 +32,7 @@ async function runInNewCell(code) {
   // By index: Shift+Enter adds a cell, so `.last()` would move on.
   const c = page.locator('.cell').nth((await page.locator('.cell').count()) - 1);
   await c.locator('.cm-content').click();
+  await page.keyboard.press('Control+a');
   await page.keyboard.insertText(code);
   await page.keyboard.press('Shift+Enter');
   return c;
@@ -121,6 +123,28 @@ test('completion of math.sq offers sqrt from the kernel', { skip: SKIP }, async 
   await shot('07-complete');
   await page.keyboard.press('Enter');
   assert.equal(await lastCell().locator('.cm-content').innerText(), 'math.sqrt');
+});
+
+test('hovering a name shows the kernel help (look at)', { skip: SKIP }, async () => {
+  const word = lastCell().locator('.cm-content');
+  const box = await word.boundingBox();
+  await page.mouse.move(box.x + 10, box.y + box.height / 2);
+  const tip = page.locator('.cm-tooltip-hover pre.hover');
+  await tip.waitFor({ timeout: T(20000) });
+  assert.match(await tip.innerText(), /math/);
+  await shot('07b-hover');
+  await page.mouse.move(box.x + 600, box.y + 300);
+});
+
+test('HTML output shows in a sandboxed frame sized to it', { skip: SKIP }, async () => {
+  const c = await runInNewCell("from IPython.display import HTML, display\ndisplay(HTML('<h3>Hello from <i>HTML</i></h3>'))");
+  const f = c.locator('.out iframe.html');
+  await f.waitFor({ timeout: T(20000) });
+  assert.doesNotMatch(await f.getAttribute('sandbox'), /allow-scripts|allow-forms|allow-top/);
+  await page.frameLocator('.cell iframe.html').last().locator('h3', { hasText: 'Hello from HTML' }).waitFor({ timeout: T(10000) });
+  // Sized to its content, not a fixed tall box.
+  await page.waitForFunction((el) => el.getBoundingClientRect().height < 100, await f.elementHandle(), { timeout: T(10000) });
+  await shot('07c-html');
 });
 
 test('the variables panel lists variables and expands one', { skip: SKIP }, async () => {
@@ -219,6 +243,30 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     assert.match(await bare.text(), /token/);
     const wrong = await fetch(`${s2.base}/?token=nope`);
     assert.equal(wrong.status, 401);
+    // The page's script and style are public; assets and /health take the
+    // query token; /mcp takes only the header.
+    assert.equal((await fetch(`${s2.base}/static/app.js`)).status, 200);
+    assert.equal((await fetch(`${s2.base}/assets/0123456789abcdef0123456789abcdef.png`)).status, 401);
+    assert.equal((await fetch(`${s2.base}/health?token=${encodeURIComponent(token)}`)).status, 200);
+    const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const hdrs = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const q = await fetch(`${s2.base}/mcp?token=${encodeURIComponent(token)}`, { method: 'POST', headers: hdrs, body: init });
+    assert.equal(q.status, 401, '/mcp does not take the token from the query');
+    // With the token, the page's own origin under another name is allowed
+    // (Host reached it); a foreign origin is not.
+    // (fetch cannot set Host: node:http can.)
+    const post = (headers) => new Promise((resolve, reject) => {
+      const u = new URL(`${s2.base}/mcp`);
+      const rq = http.request({ host: u.hostname, port: u.port, path: '/mcp', method: 'POST', headers: { ...hdrs, authorization: `Bearer ${token}`, ...headers } },
+        (res) => { res.resume(); res.on('end', () => resolve({ status: res.statusCode })); });
+      rq.on('error', reject);
+      rq.end(init);
+    });
+    const port = new URL(s2.base).port;
+    const same = await post({ host: `myhost.example:${port}`, origin: `http://myhost.example:${port}` });
+    assert.equal(same.status, 200);
+    const other = await post({ host: `myhost.example:${port}`, origin: 'http://evil.example' });
+    assert.equal(other.status, 403);
     const p2 = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const r401 = await p2.goto(`${s2.base}/`);
     assert.equal(r401.status(), 401);

@@ -53,6 +53,7 @@ async function refreshVars() {
 const nb = new Notebook($('#cells'), mcp, {
   afterRun: () => refreshVars(),
   assetUrl,
+  fetchText: async (url) => (await fetchAsset(url))?.text ?? null,
 });
 
 // The kernel's state and the variables follow every client's runs through

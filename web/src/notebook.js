@@ -146,11 +146,7 @@ export class Notebook {
       el.alt = data['text/plain'] || 'image output';
       el.src = this.hooks.assetUrl(img.url);
     } else if (html) {
-      el = document.createElement('iframe');
-      el.className = 'html';
-      el.setAttribute('sandbox', '');
-      el.title = 'HTML output';
-      el.src = this.hooks.assetUrl(html.url);
+      el = this.htmlFrame(html.url);
     } else {
       el = document.createElement('pre');
       el.className = 'result';
@@ -170,6 +166,32 @@ export class Notebook {
     cell.stream = null;
     this.put(cell, el);
     cell.outputs.push(saved);
+  }
+
+  // An HTML output: its text in a frame whose sandbox allows no script, no
+  // form, no navigation of the page (only `allow-same-origin`, so the page
+  // can size the frame to its content). It inherits the page's CSP: nothing
+  // is loaded from elsewhere.
+  htmlFrame(url) {
+    const f = document.createElement('iframe');
+    f.className = 'html';
+    f.setAttribute('sandbox', 'allow-same-origin');
+    f.title = 'HTML output';
+    const fit = () => {
+      try {
+        const d = f.contentDocument;
+        const h = Math.max(d.documentElement.getBoundingClientRect().height, d.body ? d.body.getBoundingClientRect().height + 16 : 0);
+        f.style.height = `${Math.min(Math.max(Math.ceil(h) + 4, 24), 600)}px`;
+      } catch { /* not readable: keep the default height */ }
+    };
+    f.addEventListener('load', fit);
+    // Standards mode: a fragment alone is quirks mode, where the body fills
+    // the frame and the content's height cannot be read.
+    this.hooks.fetchText(url).then((t) => {
+      const html = t ?? '<p>(this HTML output could not be read)</p>';
+      f.srcdoc = /^\s*<!doctype/i.test(html) ? html : `<!doctype html><meta charset="utf-8">${html}`;
+    });
+    return f;
   }
 
   // A text result's extra parts (a server without structuredContent).
