@@ -228,6 +228,30 @@ test('save as .ipynb and open it again', { skip: SKIP }, async () => {
   await shot('13-reopened');
 });
 
+test('Run all queues in the page: Interrupt still gets through behind 7 queued cells', { skip: SKIP }, async () => {
+  // A browser opens at most six connections to a server; seven calls held
+  // open at once would leave none for ctl cancel.
+  await open(`${srv.base}/`);
+  await lastCell().locator('.cm-content').click();
+  await page.keyboard.insertText('import time\ntime.sleep(30)');
+  for (let k = 1; k <= 7; k++) {
+    await page.click('#add');
+    await page.keyboard.insertText(`print('cell', ${k})`);
+  }
+  await page.click('#runall');
+  const first = page.locator('.cell').first();
+  await first.locator('.out .footer', { hasText: /running/ }).waitFor({ timeout: T(20000) });
+  await page.locator('#kernel[data-state="busy"]').waitFor({ timeout: T(20000) });
+  await shot('14-run-all-queued');
+  await page.click('#cancel');
+  await first.locator('.out pre.error', { hasText: /KeyboardInterrupt/ }).waitFor({ timeout: T(15000) });
+  await page.locator('.cell').nth(7).locator('.out', { hasText: 'cell 7' }).waitFor({ timeout: T(30000) });
+  const counts = await page.locator('.cell .count').allInnerTexts();
+  const n = counts.slice(0, 8).map((c) => Number(c.slice(1, -1)));
+  assert.ok(n.every((x, i) => i === 0 || x === n[i - 1] + 1), `exec counts in order: ${counts}`);
+  await shot('15-run-all-done');
+});
+
 test('the page has logged no errors and no CSP violations', { skip: SKIP }, () => {
   assert.deepEqual(problems, []);
 });
@@ -270,7 +294,7 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     const p2 = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const r401 = await p2.goto(`${s2.base}/`);
     assert.equal(r401.status(), 401);
-    await p2.screenshot({ path: path.join(SHOTS, '14-token-refused.png') });
+    await p2.screenshot({ path: path.join(SHOTS, '16-token-refused.png') });
     await p2.close();
     await open(url);
     assert.doesNotMatch(page.url(), /token=/, 'the token leaves the address bar');
@@ -280,7 +304,7 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     const el = img.locator('.out img.image');
     await el.waitFor({ timeout: T(60000) });
     await page.waitForFunction((e) => e.complete && e.naturalWidth > 100, await el.elementHandle(), { timeout: T(10000) });
-    await shot('15-token-works');
+    await shot('17-token-works');
   } finally {
     await s2.stop();
   }

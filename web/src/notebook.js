@@ -14,6 +14,7 @@ export class Notebook {
     this.cells = [];
     this.active = null;
     this.mine = new Set();    // cells whose run this page is following
+    this.tail = Promise.resolve(); // the end of this page's run queue
     this.watched = new Map(); // run id -> cell, for other clients' runs
   }
 
@@ -254,11 +255,20 @@ export class Notebook {
     this.setCount(cell, null);
     this.footer(cell, 'queued…');
     this.mine.add(cell);
+    // One run call at a time from this page: each holds a connection while
+    // it runs, and a browser opens only six per server, so queued calls
+    // could starve the Interrupt button's. rat-py runs them in this order
+    // anyway.
+    const prev = this.tail;
+    let release;
+    this.tail = new Promise((r) => { release = r; });
     try {
+      await prev;
       await this.follow(cell, { code, wait: 3600 });
     } catch (e) {
       this.appendError(cell, String(e.message || e), false);
     } finally {
+      release();
       this.mine.delete(cell);
       cell.running = false;
       cell.el.classList.remove('running');
@@ -274,7 +284,12 @@ export class Notebook {
   // --- other clients' runs (rat/event, doc/tools.md#watching) ----------------
 
   onEvent(ev) {
-    if (ev.mine) return;
+    if (ev.mine) {
+      // This page's own run: the kernel took it.
+      const c = this.current;
+      if (ev.type === 'run_started' && c && c.outEl.querySelector(':scope > .footer')?.textContent === 'waiting for the kernel…') this.footer(c, 'running…');
+      return;
+    }
     let cell = this.watched.get(ev.run);
     if (ev.type === 'run_started') {
       const last = this.cells[this.cells.length - 1];
@@ -326,12 +341,13 @@ export class Notebook {
       cell.streamed = '';
       const onNote = (n) => {
         if (n.method === 'notifications/message' && (n.params.logger === 'stdout' || n.params.logger === 'stderr')) {
-          if (cell.outEl.querySelector(':scope > .footer')?.textContent === 'queued…') this.footer(cell, 'running…');
+          if (cell.outEl.querySelector(':scope > .footer')?.textContent === 'waiting for the kernel…') this.footer(cell, 'running…');
           this.appendStream(cell, n.params.logger, typeof n.params.data === 'string' ? n.params.data : JSON.stringify(n.params.data));
         }
       };
-      this.footer(cell, 'running…');
-      const res = await this.mcp.call(tool, args, onNote);
+      this.footer(cell, tool === 'run' && args.code ? 'waiting for the kernel…' : 'running…');
+      this.current = cell;
+      const res = await this.mcp.call(tool, args, onNote).finally(() => { this.current = null; });
       const m = parseRun(res, cell.streamed);
       if (m.outputs) {
         // Drop what this call streamed; show the call's outputs instead.
