@@ -46,12 +46,21 @@ function kernelHover(mcp) {
     let r;
     try { r = await mcp.call('look', { at: name }); } catch { return null; }
     if (r.isError || !r.text) return null;
+    // The header, signature, value and doc: not a module's or object's
+    // list of children, which is the variables panel's job.
+    const s = r.structured;
+    let text = r.text;
+    if (s && s.view === 'inspect' && s.source === 'helper') {
+      const head = `${s.path}: ${s.type}${s.kind && s.kind !== s.type ? ` (${s.kind})` : ''}${s.size ? ` ${s.size}` : ''}`;
+      text = [head, s.signature, s.value !== undefined && !s.signature ? `= ${s.value}` : '', s.doc, s.defined_in ? `Defined in: ${s.defined_in}` : '']
+        .filter(Boolean).join('\n');
+    }
     return {
       pos: line.from + a, end: line.from + b, above: true,
       create() {
         const dom = document.createElement('pre');
         dom.className = 'hover';
-        dom.textContent = r.text.length > 3000 ? r.text.slice(0, 3000) + '\n…' : r.text;
+        dom.textContent = text.length > 2000 ? text.slice(0, 2000) + '\n…' : text;
         return { dom };
       },
     };
@@ -65,7 +74,7 @@ const theme = EditorView.theme({
   '&.cm-focused': { outline: 'none' },
   '.cm-tooltip.cm-tooltip-autocomplete > ul': { fontFamily: 'var(--mono)' },
   '.cm-tooltip': { borderRadius: '6px', boxShadow: '0 4px 14px rgba(0,0,0,.12)' },
-  '.cm-tooltip pre.hover': { margin: 0, padding: '6px 9px', maxWidth: '620px', maxHeight: '320px', overflow: 'auto',
+  '.cm-tooltip pre.hover': { margin: 0, padding: '6px 9px', maxWidth: '620px', maxHeight: '260px', overflow: 'auto',
     fontFamily: 'var(--mono)', fontSize: '12.5px', whiteSpace: 'pre-wrap' },
 });
 
