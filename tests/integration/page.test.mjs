@@ -18,6 +18,7 @@ const T = (n) => ms(n);
 
 let srv, browser, page;
 const problems = [];   // console errors and CSP violations: the page must have none
+const requests = [];   // every URL the page asked for: its own server only (no CDN)
 
 async function shot(name) {
   mkdirSync(SHOTS, { recursive: true });
@@ -42,6 +43,7 @@ async function open(url) {
   page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
   page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
   page.on('pageerror', (e) => problems.push(String(e)));
+  page.on('request', (r) => requests.push(r.url()));
   await page.goto(url);
   await page.locator('#status', { hasText: 'connected' }).waitFor({ timeout: T(30000) });
 }
@@ -253,8 +255,33 @@ test('Run all queues in the page: Interrupt still gets through behind 7 queued c
   await shot('15-run-all-done');
 });
 
-test('the page has logged no errors and no CSP violations', { skip: SKIP }, () => {
+test('Reset clears the variables panel; Restart brings a fresh kernel', { skip: SKIP }, async () => {
+  await runInNewCell('kept = 1');
+  await page.locator('#vars li[data-path="kept"]').waitFor({ timeout: T(20000) });
+  await page.click('#reset');
+  await page.locator('#vars li[data-path="kept"]').waitFor({ state: 'detached', timeout: T(20000) });
+  await page.locator('#vars .empty', { hasText: 'No variables.' }).waitFor({ timeout: T(20000) });
+  await shot('16-reset');
+  const before = await runInNewCell('import os\npid_before = os.getpid()\nprint(pid_before)');
+  await page.locator('#vars li[data-path="pid_before"]').waitFor({ timeout: T(20000) });
+  const pid1 = (await before.locator('.out .stream').innerText()).trim();
+  await page.click('#restart');
+  await page.locator('#status', { hasText: /RESTARTED/ }).waitFor({ timeout: T(60000) });
+  await page.locator('#vars li[data-path="pid_before"]').waitFor({ state: 'detached', timeout: T(20000) });
+  await page.locator('#kernel[data-state="idle"]').waitFor({ timeout: T(60000) });
+  const after = await runInNewCell('import os\nprint(os.getpid())');
+  await after.locator('.out .footer', { hasText: '✓' }).waitFor({ timeout: T(30000) });
+  const pid2 = (await after.locator('.out .stream').innerText()).trim();
+  assert.match(pid2, /^\d+$/);
+  assert.notEqual(pid2, pid1, 'a new kernel process');
+  await shot('17-restarted');
+});
+
+test('the page has logged no errors and no CSP violations, and asked only its own server', { skip: SKIP }, () => {
   assert.deepEqual(problems, []);
+  const foreign = requests.filter((u) => !u.startsWith(`${srv.base}/`) && !/^(data|blob):/.test(u));
+  assert.deepEqual(foreign, []);
+  assert.ok(requests.some((u) => u.endsWith('/static/app.js')));
 });
 
 test('with --token: the printed URL works, the page refuses without it', { skip: SKIP }, async () => {
@@ -295,7 +322,7 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     const p2 = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const r401 = await p2.goto(`${s2.base}/`);
     assert.equal(r401.status(), 401);
-    await p2.screenshot({ path: path.join(SHOTS, '16-token-refused.png') });
+    await p2.screenshot({ path: path.join(SHOTS, '18-token-refused.png') });
     await p2.close();
     await open(url);
     assert.doesNotMatch(page.url(), /token=/, 'the token leaves the address bar');
@@ -305,7 +332,7 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     const el = img.locator('.out img.image');
     await el.waitFor({ timeout: T(60000) });
     await page.waitForFunction((e) => e.complete && e.naturalWidth > 100, await el.elementHandle(), { timeout: T(10000) });
-    await shot('17-token-works');
+    await shot('19-token-works');
   } finally {
     await s2.stop();
   }
