@@ -13,7 +13,10 @@ import { startHttp, connectHttp, call, ms, until } from './lib.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOTS = path.join(process.env.RAT_BUILD_DIR || tmpdir(), 'test-output', 'page');
-const SKIP = !existsSync(CHROMIUM) && `no browser at ${CHROMIUM} (apt install chromium)`;
+const GENERATED = path.join(process.env.RAT_BUILD_DIR || '', 'generated', 'page_files.c');
+const NO_PAGE = process.env.RAT_BUILD_DIR && existsSync(GENERATED) && /No node\/npm/.test(readFileSync(GENERATED, 'utf8'));
+const SKIP = (!existsSync(CHROMIUM) && `no browser at ${CHROMIUM} (apt install chromium)`) ||
+  (NO_PAGE && 'rat-py was built without its page (no node/npm, or -DRAT_PAGE=OFF)');
 const T = (n) => ms(n);
 
 let srv, browser, page;
