@@ -112,6 +112,9 @@ test('run: error with an ANSI-free traceback; cut output says so; early return a
     assert.equal(e.sc.error.source, 'return y');
     assert.match(e.sc.output, /NameError: name 'y' is not defined/);
 
+    const bold = await h.call('run', { code: 'class B:\n    def __repr__(self): return "\\x1b[1mbold\\x1b[0m"\nB()' });
+    assert.equal(bold.sc.outputs[0].data['text/plain'], 'bold', 'ANSI removed from a value too');
+
     const big = await h.call('run', { code: 'for i in range(300): print(i)' });
     assert.equal(big.sc.truncated.text_cut, true);
     assert.equal(big.sc.truncated.lines, 300);
