@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startHttp, connectHttp, call, until, ms } from './lib.mjs';
+import { startHttp, connectHttp, call, until, ms, WRAPPED } from './lib.mjs';
 
 let srv;
 before(async () => { srv = await startHttp(); });
@@ -167,7 +167,9 @@ test('a watcher that stops reading loses events, never server memory; the seq ga
     // About 10 MB of run_output events (64 KiB per 50 ms for 8 s): more than the 4 MiB the transport keeps.
     await call(a, 'run', { code: 'import sys, time\nt = time.time()\nwhile time.time() - t < 8:\n    sys.stdout.write("z" * 65536)\n    sys.stdout.flush()\n    time.sleep(0.005)' });
     const grew = rss() - before;
-    assert.ok(grew < 64 << 20, `rat-py grew ${grew} bytes`);
+    // Sanitizers and valgrind keep freed memory in quarantine: a looser bound there.
+    const limit = (process.env.RAT_PY_SANITIZED || WRAPPED ? 512 : 64) << 20;
+    assert.ok(grew < limit, `rat-py grew ${grew} bytes`);
     assert.match(srv.stderr(), /client is not reading; dropping notifications/, 'the transport dropped');
     stream.on('data', (c) => { got += c; });
     stream.resume();
