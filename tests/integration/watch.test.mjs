@@ -164,8 +164,9 @@ test('a watcher that stops reading loses events, never server memory; the seq ga
   const a = await connectHttp(srv.url);
   try {
     const before = rss();
-    // About 10 MB of run_output events (64 KiB per 50 ms for 8 s): more than the 4 MiB the transport keeps.
-    await call(a, 'run', { code: 'import sys, time\nt = time.time()\nwhile time.time() - t < 8:\n    sys.stdout.write("z" * 65536)\n    sys.stdout.flush()\n    time.sleep(0.005)' });
+    // About 10 MB of run_output events (64 KiB per 50 ms for 8 s, from 64 KiB written every 40 ms):
+    // more than the 4 MiB the transport keeps.
+    await call(a, 'run', { code: 'import sys, time\nt = time.time()\nwhile time.time() - t < 8:\n    sys.stdout.write("z" * 65536)\n    sys.stdout.flush()\n    time.sleep(0.04)' });
     const grew = rss() - before;
     // Sanitizers and valgrind keep freed memory in quarantine: a looser bound there.
     const limit = (process.env.RAT_PY_SANITIZED || WRAPPED ? 512 : 64) << 20;
