@@ -5,6 +5,7 @@
 
 #include "buf.h"
 #include "mem.h"
+#include "output.h"
 #include "utf8.h"
 
 struct outitems {
@@ -119,6 +120,15 @@ json_object *outitems_bundle(outitems_t *self, const char *msg_type, json_object
                 continue;
             }
             self->bytes += n;
+            if (i == 0) {
+                /* text/plain as the text result shows it (ANSI removed). */
+                buf_t clean;
+                buf_init(&clean, 0);
+                output_clean_text(s, n, &clean);
+                json_object_object_add(data, s_text_mimes[i], json_object_new_string_len(buf_str(&clean), (int)clean.len));
+                buf_free(&clean);
+                continue;
+            }
             json_object_object_add(data, s_text_mimes[i], json_object_new_string_len(s, (int)n));
         }
     }

@@ -19,7 +19,7 @@
 #include <json-c/json.h>
 
 #define OUTITEMS_MAX 500             /* items per segment */
-#define OUTITEMS_BYTES (1u << 20)    /* bytes of text per segment */
+#define OUTITEMS_BYTES (256u << 10)  /* bytes of text per segment (the text result keeps at most ~200 KB) */
 #define OUTITEMS_PART_MAX (64u << 10) /* bytes of one text part of a bundle */
 
 typedef struct outitems outitems_t;

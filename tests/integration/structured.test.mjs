@@ -112,12 +112,22 @@ test('run: error with an ANSI-free traceback; cut output says so; early return a
     assert.equal(e.sc.error.source, 'return y');
     assert.match(e.sc.output, /NameError: name 'y' is not defined/);
 
+    const bold = await h.call('run', { code: 'class B:\n    def __repr__(self): return "\\x1b[1mbold\\x1b[0m"\nB()' });
+    assert.equal(bold.sc.outputs[0].data['text/plain'], 'bold', 'ANSI removed from a value too');
+
     const big = await h.call('run', { code: 'for i in range(300): print(i)' });
     assert.equal(big.sc.truncated.text_cut, true);
     assert.equal(big.sc.truncated.lines, 300);
     assert.ok(existsSync(big.sc.truncated.full_output));
     assert.equal(big.sc.outputs.map((o) => o.text).join(''), Array.from({ length: 300 }, (_, i) => `${i}\n`).join(''),
       'the items keep what the text cut (within their own bound)');
+
+    // The items' own bound (256 KiB of text per result): the rest is counted.
+    const flood = await h.call('run', { code: 'print("y" * 300_000)' });
+    const kept = flood.sc.outputs.map((o) => o.text).join('').length;
+    assert.equal(kept, 256 * 1024);
+    assert.equal(flood.sc.truncated.bytes_dropped, 300_001 - kept);
+    assert.equal(flood.sc.truncated.text_cut, true);
 
     const early = await h.call('run', { code: 'import time\nprint("a", flush=True)\ntime.sleep(1.5)\nprint("b")', wait: 0.5 });
     assert.equal(early.sc.status, 'running');

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startHttp, connectHttp, call, until, ms } from './lib.mjs';
+import { startHttp, connectHttp, call, until, ms, WRAPPED } from './lib.mjs';
 
 let srv;
 before(async () => { srv = await startHttp(); });
@@ -130,5 +130,60 @@ test('a session that did not subscribe gets no rat/event', async () => {
     assert.ok(!seen.includes('rat/event'), seen.join(','));
   } finally {
     await quiet.close();
+  }
+});
+
+test('a watcher that stops reading loses events, never server memory; the seq gap marks the loss', async () => {
+  const http = await import('node:http');
+  const { readFileSync } = await import('node:fs');
+  const u = new URL(srv.url);
+  const post = (body, sid) => new Promise((resolve, reject) => {
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+    if (sid) headers['Mcp-Session-Id'] = sid;
+    const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers }, (res) => {
+      let d = '';
+      res.on('data', (c) => { d += c; });
+      res.on('end', () => resolve({ sid: res.headers['mcp-session-id'], body: d }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+  const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'slow', version: '1' } } });
+  const sid = init.sid;
+  await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, sid);
+  await post({ jsonrpc: '2.0', id: 2, method: 'resources/subscribe', params: { uri: 'rat://events' } }, sid);
+  // The watcher's stream, paused: nothing is read from it.
+  let got = '';
+  const stream = await new Promise((resolve, reject) => {
+    const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method: 'GET',
+      headers: { Accept: 'text/event-stream', 'Mcp-Session-Id': sid } }, (res) => { res.pause(); resolve(res); });
+    req.on('error', reject);
+    req.end();
+  });
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8'))[1]) * 1024;
+  const a = await connectHttp(srv.url);
+  try {
+    const before = rss();
+    // About 10 MB of run_output events (64 KiB per 50 ms for 8 s, from 64 KiB written every 40 ms):
+    // more than the 4 MiB the transport keeps.
+    await call(a, 'run', { code: 'import sys, time\nt = time.time()\nwhile time.time() - t < 8:\n    sys.stdout.write("z" * 65536)\n    sys.stdout.flush()\n    time.sleep(0.04)' });
+    const grew = rss() - before;
+    // Sanitizers and valgrind keep freed memory in quarantine: a looser bound there.
+    const limit = (process.env.RAT_PY_SANITIZED || WRAPPED ? 512 : 64) << 20;
+    assert.ok(grew < limit, `rat-py grew ${grew} bytes`);
+    assert.match(srv.stderr(), /client is not reading; dropping notifications/, 'the transport dropped');
+    stream.on('data', (c) => { got += c; });
+    stream.resume();
+    await call(a, 'run', { code: 'print("after")' });
+    const seqs = () => got.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)))
+      .filter((m) => m.method === 'rat/event').map((m) => m.params.seq);
+    await until(() => got.includes('"type":"run_ended"') && got.includes('after'), ms(10000), 'the watcher reads again');
+    const s = seqs();
+    const gaps = s.slice(1).filter((v, i) => v !== s[i] + 1).length;
+    assert.ok(gaps >= 1, `a gap in seq marks the loss (${s.length} events read)`);
+    console.log(`# slow watcher: rat-py RSS +${(grew / 1048576).toFixed(1)} MiB, ${s.length} events read, first gap after seq ${s.find((v, i) => s[i + 1] !== undefined && s[i + 1] !== v + 1)}`);
+  } finally {
+    stream.destroy();
+    await a.close();
   }
 });
