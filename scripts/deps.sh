@@ -37,6 +37,7 @@ RAT_RUN_PKGS=(python3-ipykernel)
 # python3-yaml to read back the config `rat-py install` writes, and
 # r-cran-irkernel (R and IRkernel, which registers the `ir` kernelspec; big,
 # it pulls in R) for the R tests; chromium for the notebook page's browser
-# tests (tests/integration/page.test.mjs, driven by playwright-core).
+# tests (tests/integration/page.test.mjs, driven by playwright-core) and
+# python3-nbformat to validate the notebooks it saves.
 RAT_TEST_PKGS=(python3-jupyter-client python3-zmq python3-numpy python3-pandas python3-matplotlib clang-14
-               libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel chromium)
+               libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel chromium python3-nbformat)

@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -215,6 +216,9 @@ test('save as .ipynb and open it again', { skip: SKIP }, async () => {
   await dl.saveAs(file);
   const nb = JSON.parse(readFileSync(file, 'utf8'));
   assert.equal(nb.nbformat, 4);
+  // Jupyter's own validator (Debian's python3-nbformat) accepts it.
+  const v = spawnSync('/usr/bin/python3', ['-c', 'import sys, nbformat; nbformat.validate(nbformat.read(sys.argv[1], as_version=4))', file], { encoding: 'utf8' });
+  assert.equal(v.status, 0, v.stderr);
   const code = nb.cells.filter((c) => c.cell_type === 'code').map((c) => c.source.join(''));
   assert.ok(code.some((s) => s.includes("input('Your name: ')")), JSON.stringify(code));
   const plot = nb.cells.find((c) => c.source.join('').includes('plt.plot'));
