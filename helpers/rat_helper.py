@@ -484,7 +484,9 @@ def _row(k, v):
         if (n is not None and n > 8) or _isinst(v, _np_array()) or _isinst(v, _pd("DataFrame")) \
                 or _isinst(v, _pd("Series")):
             t = "%s %s" % (t, size)
-    return [k, t, val]
+    # Columns 4-6 are for structured results only (the text shows 1-3):
+    # the bare type name, the size, whether look(at=k) has children.
+    return [k, t, val, _type_name(v), size, _expandable(v)]
 
 
 def _snapshot():

@@ -17,9 +17,19 @@ rat_apt_install() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What building and running rat-py needs.
+# What building and running rat-py needs (and node, below).
 RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev libyaml-dev libmicrohttpd-dev
                 libcurl4-openssl-dev libwslay-dev)
+
+# node and npm build the notebook page (web/: `npm ci` of its pinned packages,
+# then esbuild; without them rat-py builds without the page) and run the
+# tests. Debian's nodejs and npm only when there is no node at all: a node
+# installed another way (NodeSource's nodejs package bundles npm) stays.
+rat_need_node() {
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        rat_apt_install nodejs npm
+    fi
+}
 RAT_RUN_PKGS=(python3-ipykernel)
 # What scripts/test needs on top: jupyter_client for the wire interop test
 # and the fake kernel (with pyzmq), numpy/pandas for look's tests, clang with
@@ -27,6 +37,9 @@ RAT_RUN_PKGS=(python3-ipykernel)
 # matplotlib for the assets tests, dpkg-dev and file for the package test,
 # python3-yaml to read back the config `rat-py install` writes, and
 # r-cran-irkernel (R and IRkernel, which registers the `ir` kernelspec; big,
-# it pulls in R) for the R tests.
+# it pulls in R) for the R tests; chromium for the notebook page's browser
+# tests (tests/integration/page.test.mjs, driven by playwright-core) and
+# python3-nbformat to validate the notebooks it saves.
 RAT_TEST_PKGS=(python3-jupyter-client python3-zmq python3-numpy python3-pandas python3-matplotlib clang-14
-               libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel python3-jupyter-server)
+               libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel python3-jupyter-server
+               chromium python3-nbformat)

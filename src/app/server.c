@@ -29,6 +29,7 @@
 #include "assets.h"
 #include "tools.h"
 #include "transport_http.h"
+#include "page.h"
 #include "transport_stdio.h"
 
 #define EXIT_GRACE_MS 100   /* kernel SIGTERM grace at exit; the whole exit stays < 300 ms */
@@ -246,10 +247,14 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
     }
     transport_http_route(app->http, "/health", s_route_health, app);
     transport_http_route(app->http, "/assets/", s_route_assets, store);
+    page_register(app->http);
     const char *h = cfg->host ? cfg->host : "127.0.0.1";
     bool v6 = strchr(h, ':') != NULL;
     fprintf(stderr, "rat-py: serving MCP at http://%s%s%s:%d/mcp%s\n", v6 ? "[" : "", h, v6 ? "]" : "",
             transport_http_port(app->http), cfg->token ? " (bearer token required)" : "");
+    char *page = page_url(cfg->host, transport_http_port(app->http), cfg->token);
+    fprintf(stderr, "rat-py: notebook at %s\n", page);
+    free(page);
     return 0;
 }
 
@@ -278,6 +283,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     transport_stdio_t *tr = NULL;
     assets_t *store = NULL;
     s_app_t app = {0};
+    tools_ctx_t ctx = {0};
     int stop_watch = 0;
     if (!cwd || !fileio_is_dir(cwd)) {
         s_fail(ctl, "--cwd %s: not a directory", cfg->cwd ? cfg->cwd : ".");
@@ -325,12 +331,13 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         goto out;
     }
     app.started_ms = loop_now_ms();
-    tools_ctx_t ctx = {.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms};
+    ctx = (tools_ctx_t){.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms};
     mcp = mcp_server_new("rat-py", RAT_VERSION, tools_instructions());
     tool_run_register(mcp, &ctx);
     tool_look_register(mcp, &ctx);
     tool_ctl_register(mcp, &ctx);
     tool_assets_register(mcp, &ctx);
+    tool_watch_register(mcp, &ctx);
     if (http) {
         status = s_start_http(&app, cfg, mcp, store, ctl);
         if (status)
@@ -346,10 +353,12 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         transport_stdio_flush(tr, FLUSH_MS);
     transport_stdio_destroy(&tr); /* cancels calls in flight (they release their runs) */
     transport_http_destroy(&app.http);
+    tool_watch_destroy(&ctx); /* it watches the runtime: before it goes */
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
 out:
     transport_stdio_destroy(&tr);
     transport_http_destroy(&app.http);
+    tool_watch_destroy(&ctx);
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
     mcp_server_destroy(&mcp);
     sigs_destroy(&sigs); /* unwatches: before the loop goes */

@@ -56,7 +56,9 @@ void mcp_server_destroy(mcp_server_t **self_p)
         free((char *)self->tools[i].tool.title);
         free((char *)self->tools[i].tool.description);
         free((char *)self->tools[i].tool.input_schema);
+        free((char *)self->tools[i].tool.output_schema);
         json_object_put(self->tools[i].schema);
+        json_object_put(self->tools[i].output);
     }
     free(self->tools);
     for (size_t i = 0; i < self->nmethods; i++)
@@ -80,6 +82,11 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
         log_error("tool %s: input schema is not a JSON object", tool->name);
         abort();
     }
+    json_object *output = tool->output_schema ? json_tokener_parse(tool->output_schema) : NULL;
+    if (tool->output_schema && (!output || !json_object_is_type(output, json_type_object))) {
+        log_error("tool %s: output schema is not a JSON object", tool->name);
+        abort();
+    }
     self->tools = xrealloc(self->tools, (self->ntools + 1) * sizeof *self->tools);
     mcp_tool_entry_t *t = &self->tools[self->ntools++];
     t->tool = *tool;
@@ -87,7 +94,9 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
     t->tool.title = xstrdup(tool->title);
     t->tool.description = xstrdup(tool->description);
     t->tool.input_schema = xstrdup(tool->input_schema);
+    t->tool.output_schema = tool->output_schema ? xstrdup(tool->output_schema) : NULL;
     t->schema = schema;
+    t->output = output;
     json_object_put(self->tools_list);
     self->tools_list = NULL;
     json_object_put(self->tools_list_modern);
@@ -138,6 +147,8 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
             json_object_object_add(o, "title", json_object_new_string(t->title));
         json_object_object_add(o, "description", json_object_new_string(t->description ? t->description : ""));
         json_object_object_add(o, "inputSchema", json_object_get(self->tools[i].schema));
+        if (self->tools[i].output)
+            json_object_object_add(o, "outputSchema", json_object_get(self->tools[i].output));
         json_object *ann = json_object_new_object();
         if (t->title)
             json_object_object_add(ann, "title", json_object_new_string(t->title));
@@ -222,7 +233,13 @@ mcp_session_t *mcp_session_new(mcp_server_t *server, mcp_send_fn *send, void *tr
     self->next_handle = 1;
     self->next_in_server = server->sessions;
     server->sessions = self;
+    self->serial = ++server->next_serial;
     return self;
+}
+
+unsigned long mcp_session_serial(const mcp_session_t *self)
+{
+    return self->serial;
 }
 
 
@@ -323,6 +340,11 @@ mcp_reject_t mcp_session_take_reject(mcp_session_t *self)
 bool mcp_session_initialized(const mcp_session_t *self)
 {
     return self->initialized;
+}
+
+const char *mcp_session_client_name(const mcp_session_t *self)
+{
+    return self->client_name;
 }
 
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability)
@@ -596,6 +618,15 @@ void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, c
     if (call->origin_gone)
         return;
     s_call_send(call, jsonrpc_notification("notifications/message", s_log_params(level, logger, text, len)), MCP_MSG_NOTIFICATION);
+}
+
+void mcp_call_notify(mcp_call_t *call, const char *method, json_object *params)
+{
+    if (call->origin_gone) {
+        json_object_put(params);
+        return;
+    }
+    s_call_send(call, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
 }
 
 bool mcp_call_wants_progress(const mcp_call_t *call)

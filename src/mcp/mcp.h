@@ -103,9 +103,18 @@ typedef struct {
     const char *title;         /* optional display name */
     const char *description;   /* one or two sentences for a model */
     const char *input_schema;  /* JSON text of an object schema */
+    /* JSON text of the object schema every non-error result's
+     * structuredContent validates against (advertised as outputSchema), or
+     * NULL for none. */
+    const char *output_schema;
     bool read_only, destructive, idempotent; /* annotations */
     mcp_task_support_t task_support;         /* modern requests only */
     bool task_self;  /* the handler decides when the call becomes a task (mcp_call_become_task) */
+    /* Optional: a leniency the schema cannot say. Gets the client's
+     * arguments (an object, borrowed) before they are checked and returns
+     * a new reference to what is checked instead (args itself, or a copy
+     * with what the client left out filled in). */
+    json_object *(*prepare)(json_object *args);
     mcp_tool_fn *fn;
     void *ud;
 } mcp_tool_t;
@@ -142,6 +151,8 @@ void mcp_server_resource_updated(mcp_server_t *self, const char *uri);
 /* The parsed inputSchema of a registered tool (borrowed; NULL when there is
  * no such tool): an HTTP transport reads its x-mcp-header annotations. */
 json_object *mcp_server_tool_schema(mcp_server_t *self, const char *name);
+/* Calls fn for each session subscribed to uri (fn must not end sessions). */
+void mcp_server_each_subscriber(mcp_server_t *self, const char *uri, mcp_session_fn *fn, void *ud);
 /* Whether `version` is one of the legacy (initialize) versions we speak. */
 bool mcp_protocol_supported(const char *version);
 /* Whether `version` is a modern (per-request _meta) version we serve. */
@@ -177,6 +188,8 @@ void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void 
  * without a cancel function, simply stop sending. */
 void mcp_session_forget_origin(mcp_session_t *self, void *origin);
 bool mcp_session_initialized(const mcp_session_t *self);
+/* The clientInfo.name the client gave at initialize (at most 63 bytes), or "". */
+const char *mcp_session_client_name(const mcp_session_t *self);
 /* Whether the client declared a capability (e.g. "elicitation") at
  * initialize (legacy sessions; false on a modern-only session). */
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
@@ -184,6 +197,9 @@ bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
 void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params);
 /* Sends notifications/message if level passes the client's logging level. */
 void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text);
+/* A number for this session, unique for the server's life (1, 2, ...):
+ * what rat-py shows as "which session" and compares as a run's owner. */
+unsigned long mcp_session_serial(const mcp_session_t *self);
 /* Number of calls in flight. */
 size_t mcp_session_calls(const mcp_session_t *self);
 /* fn (NULL to clear) runs each time the number of calls in flight drops to
@@ -236,6 +252,8 @@ void mcp_call_text(mcp_call_t *call, const char *text, bool is_error);   /* tool
 void mcp_call_text_structured(mcp_call_t *call, const char *text, bool is_error, json_object *structured);
 /* notifications/message tied to this call, filtered by the client's level. */
 void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, const char *text, size_t len);
+/* A notification on this call's stream (params consumed). */
+void mcp_call_notify(mcp_call_t *call, const char *method, json_object *params);
 /* Whether the request carried _meta.progressToken. */
 bool mcp_call_wants_progress(const mcp_call_t *call);
 /* notifications/progress; progress must increase between calls (enforced:

@@ -44,6 +44,10 @@ static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
     snprintf(self->protocol, sizeof self->protocol, "%s", mcp_protocol_supported(want) ? want : MCP_PROTOCOL_LATEST);
     if (json_object_object_get_ex(m->params, "capabilities", &caps) && json_object_is_type(caps, json_type_object))
         self->client_caps = json_object_get(caps);
+    json_object *ci = NULL, *cn = NULL;
+    if (json_object_object_get_ex(m->params, "clientInfo", &ci) && json_object_object_get_ex(ci, "name", &cn) &&
+        json_object_is_type(cn, json_type_string))
+        snprintf(self->client_name, sizeof self->client_name, "%s", json_object_get_string(cn));
     json_object *res = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(self->protocol));
     json_object_object_add(res, "capabilities", mcp_server_capabilities(self->server));
@@ -191,7 +195,10 @@ static void s_handle_tools_call(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
     call->tool = xstrdup(tool->tool.name);
     json_object *clean = NULL;
     char err[512];
-    if (schema_apply(tool->schema, args, &clean, err, sizeof err) < 0) {
+    json_object *given = args && tool->tool.prepare ? tool->tool.prepare(args) : json_object_get(args);
+    int bad = schema_apply(tool->schema, given, &clean, err, sizeof err);
+    json_object_put(given);
+    if (bad < 0) {
         /* Input validation failures are tool errors the model can correct
          * (MCP 2025-11-25, SEP-1303), not protocol errors. */
         char *text = xasprintf("%s: %s", tool->tool.name, err);

@@ -137,6 +137,13 @@ void mcp_server_resource_updated(mcp_server_t *self, const char *uri)
     }
 }
 
+void mcp_server_each_subscriber(mcp_server_t *self, const char *uri, mcp_session_fn *fn, void *ud)
+{
+    for (mcp_session_t *s = self->sessions; s; s = s->next_in_server)
+        if (s_subscribed(s, uri))
+            fn(s, ud);
+}
+
 /* ------------------------------------------------------------ helpers */
 
 static const char *s_param_str(json_object *params, const char *key)

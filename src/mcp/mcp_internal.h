@@ -57,6 +57,7 @@ typedef struct mcp_task {
 typedef struct {
     mcp_tool_t tool;      /* strings owned */
     json_object *schema;  /* owned, parsed input_schema */
+    json_object *output;  /* owned, parsed output_schema, or NULL */
 } mcp_tool_entry_t;
 
 typedef struct {
@@ -76,6 +77,7 @@ struct mcp_server {
     mcp_features_t features;              /* resources, prompts, completion */
     mcp_session_t *sessions;              /* borrowed list of live sessions */
     unsigned char state_key[32];          /* seals requestState (random per process) */
+    unsigned long next_serial;            /* sessions made so far */
 };
 
 struct mcp_call {
@@ -116,6 +118,8 @@ struct mcp_session {
     mcp_send_fn *send;
     void *transport;
     bool initialized;             /* initialize answered */
+    unsigned long serial;         /* mcp_session_serial */
+    char client_name[64];         /* clientInfo.name from initialize (cut), or "" */
     char protocol[32];
     json_object *client_caps;     /* owned */
     mcp_log_level_t log_level;

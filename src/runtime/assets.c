@@ -75,6 +75,11 @@ void assets_serve_http(assets_t *self, bool on)
     self->http = on;
 }
 
+bool assets_http(const assets_t *self)
+{
+    return self->http;
+}
+
 char *assets_link(const assets_t *self, const char *id)
 {
     if (self->http)

@@ -36,6 +36,7 @@ const char *assets_dir(const assets_t *self);
  * HTTP path means nothing to the client, so they are named by what it can
  * fetch: the MCP resource rat://assets/<id>, and the file. */
 void assets_serve_http(assets_t *self, bool on);
+bool assets_http(const assets_t *self);
 /* How a run's result names asset id: "/assets/<id>" over HTTP, else
  * "rat://assets/<id> (file: <dir>/asset-<id>)". Caller owns it. */
 char *assets_link(const assets_t *self, const char *id);

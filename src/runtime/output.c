@@ -397,6 +397,16 @@ const char *output_spill_path(const output_t *self)
     return self->spill_path;
 }
 
+bool output_truncated(const output_t *self)
+{
+    return self->truncated;
+}
+
+const char *output_spill_error(const output_t *self)
+{
+    return self->truncated ? self->spill_error : NULL;
+}
+
 static void s_render_line(buf_t *dst, const char *text, size_t len, size_t cut)
 {
     buf_append(dst, text, len);

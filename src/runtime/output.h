@@ -47,6 +47,11 @@ bool output_empty(const output_t *self);
 size_t output_line_count(const output_t *self);
 /* Path of the spill file, or NULL when nothing was cut. */
 const char *output_spill_path(const output_t *self);
+/* Whether anything was cut in this segment (lines dropped or cut). */
+bool output_truncated(const output_t *self);
+/* Why the full-output file could not be written (when something was cut),
+ * or NULL. */
+const char *output_spill_error(const output_t *self);
 /* Stateless cleaner for short texts (tracebacks, inspect replies): removes
  * ANSI sequences and applies \r folding; a line longer than OUTPUT_LINE_MAX
  * is cut as output_render cuts it, with " … [N bytes cut]". Appends to dst. */

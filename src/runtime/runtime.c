@@ -97,6 +97,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->pump_timer);
     loop_timer_cancel(self->loop, self->spare_timer);
     loop_timer_cancel(self->loop, self->collect_timer);
+    loop_timer_cancel(self->loop, self->state_timer);
     rt_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
     gateway_destroy(&self->gateway); /* after its kernel, which deletes itself there */

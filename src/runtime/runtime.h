@@ -33,6 +33,7 @@
 #include "jmsg.h"
 #include "kernel_conn.h"
 #include "loop.h"
+#include "outitems.h"
 #include "output.h"
 
 typedef struct runtime runtime_t;
@@ -84,6 +85,7 @@ typedef struct {
     const char *evalue;
     long line;                 /* line in this run's code, 0 if unknown */
     const char *source;        /* that line's text, or NULL */
+    json_object *traceback;    /* the kernel's frames as strings, ANSI removed (borrowed), or NULL */
 } runtime_error_t;
 
 typedef struct {
@@ -204,6 +206,36 @@ bool runtime_idle(runtime_t *self);
 /* Whether the kernel can be restarted by us. */
 bool runtime_can_restart(const runtime_t *self, const char **why);
 
+/* ---- watching every run (whoever started it) ---- */
+typedef enum {
+    RUNTIME_EV_START,   /* the kernel took ex (its exec count once the kernel said it) */
+    RUNTIME_EV_OUTPUT,  /* output of ex: a cleaned stream chunk, or one structured item */
+    RUNTIME_EV_INPUT,   /* ex waits for an input() answer (runtime_exec_prompt) */
+    RUNTIME_EV_END,     /* ex finished (only runs that had a START) */
+    RUNTIME_EV_STATE,   /* something in runtime_status changed (rev moved); coalesced, from the loop */
+} runtime_ev_kind_t;
+
+typedef struct {
+    runtime_ev_kind_t kind;
+    runtime_exec_t *ex;        /* NULL for STATE */
+    int stream;                /* OUTPUT: 0 stdout, 1 stderr, -1 item */
+    const char *text;          /* OUTPUT stream: the cleaned chunk (len bytes) */
+    size_t len;
+    json_object *item;         /* OUTPUT item: a display/clear item as in outitems.h (borrowed; take a
+                                * reference to keep it, never modify it) */
+} runtime_ev_t;
+
+/* One watcher (NULL to stop) sees every run's start, output, input prompt
+ * and end, and state changes. Called from the same frames as observers
+ * (see the top of this file), with the same rules: it may read and send,
+ * and must not call runtime_execute/cancel/restart/reset/destroy. */
+typedef void (runtime_watch_fn)(void *ud, const runtime_ev_t *ev);
+void runtime_watch(runtime_t *self, runtime_watch_fn *fn, void *ud);
+/* A number that changes each time the variables snapshot does. */
+unsigned long runtime_snapshot_seq(const runtime_t *self);
+/* The execution's id, unique for the runtime's life. */
+unsigned long runtime_exec_id(const runtime_exec_t *ex);
+
 /* ---- executions ---- */
 void runtime_exec_observe(runtime_exec_t *ex, const runtime_observer_t *obs, void *ud);
 /* The caller stops following ex. If it is not done it stays available to
@@ -221,6 +253,11 @@ uintptr_t runtime_exec_owner(const runtime_exec_t *ex);
 runtime_exec_state_t runtime_exec_state(const runtime_exec_t *ex);
 runtime_outcome_t runtime_exec_outcome(const runtime_exec_t *ex);
 output_t *runtime_exec_output(runtime_exec_t *ex);
+/* The same output as structured items, in order (outitems.h); reset it
+ * with the text (output_reset) when a result is handed out early. */
+outitems_t *runtime_exec_items(runtime_exec_t *ex);
+/* The code it runs (borrowed, valid as long as ex). */
+const char *runtime_exec_code(const runtime_exec_t *ex);
 /* Kernel execution count (0 until known). */
 long runtime_exec_number(const runtime_exec_t *ex);
 /* Time spent executing (time waiting for input excluded). */

@@ -195,7 +195,7 @@ int runtime_cancel_run(runtime_t *self, runtime_exec_t *ex, runtime_cancel_fn *c
         rt_finish(self, ex, RUNTIME_CANCELLED, "cancelled before it started");
         return 0;
     }
-    self->rev++;
+    rt_changed(self);
     if (ex->got_reply || ex->interrupt_pending)
         return 0; /* ending already, or interrupted once the kernel takes it */
     if (!ex->got_busy) {

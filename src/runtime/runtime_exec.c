@@ -33,6 +33,8 @@ void rt_exec_free(runtime_exec_t *ex)
         free(c);
     }
     output_destroy(&ex->out);
+    outitems_destroy(&ex->items);
+    json_object_put(ex->traceback);
     json_object_put(ex->input_header);
     free(ex->code);
     free(ex->ename);
@@ -88,6 +90,54 @@ static void s_trim(loop_t *loop, void *ud)
     malloc_trim(0);
 }
 
+static void s_state_fire(loop_t *loop, void *ud)
+{
+    runtime_t *self = ud;
+    self->state_timer = 0;
+    if (self->watch)
+        self->watch(self->watch_ud, &(runtime_ev_t){.kind = RUNTIME_EV_STATE, .stream = -1});
+}
+
+void rt_changed(runtime_t *self)
+{
+    self->rev++;
+    if (self->watch && !self->state_timer)
+        self->state_timer = loop_timer(self->loop, 0, s_state_fire, self);
+}
+
+void rt_emit(runtime_t *self, runtime_exec_t *ex, runtime_ev_kind_t kind, int stream, const char *text, size_t len,
+             json_object *item)
+{
+    if (!self->watch)
+        return;
+    if (kind == RUNTIME_EV_END && !ex->announced)
+        return; /* it never ran: nobody was told it started */
+    if (!ex->announced) {
+        ex->announced = true;
+        self->watch(self->watch_ud, &(runtime_ev_t){.kind = RUNTIME_EV_START, .ex = ex, .stream = -1});
+        if (kind == RUNTIME_EV_START)
+            return;
+    }
+    self->watch(self->watch_ud,
+                &(runtime_ev_t){.kind = kind, .ex = ex, .stream = stream, .text = text, .len = len, .item = item});
+}
+
+void runtime_watch(runtime_t *self, runtime_watch_fn *fn, void *ud)
+{
+    self->watch = fn;
+    self->watch_ud = ud;
+}
+
+unsigned long runtime_snapshot_seq(const runtime_t *self)
+{
+    return self->snapshot_seq;
+}
+
+unsigned long runtime_exec_id(const runtime_exec_t *ex)
+{
+    return ex->id;
+}
+
 void rt_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, const char *why)
 {
     if (ex->state == RUNTIME_EXEC_DONE)
@@ -113,7 +163,8 @@ void rt_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, c
     if (self->current == ex)
         self->current = NULL;
     rt_cancel_settle(self, ex);
-    self->rev++;
+    rt_changed(self);
+    rt_emit(self, ex, RUNTIME_EV_END, -1, NULL, 0, NULL);
     if (ex->has_obs && ex->obs.on_done)
         ex->obs.on_done(ex->obs_ud, ex); /* may release ex: still valid, freed from the loop */
     s_collect(self);
@@ -133,7 +184,7 @@ void rt_exec_acknowledged(runtime_t *self, runtime_exec_t *ex)
     if (ex->got_busy)
         return;
     ex->got_busy = true;
-    self->rev++;
+    rt_changed(self);
     if (ex->interrupt_pending && self->kernel) {
         ex->interrupt_pending = false;
         if (kernel_interrupt(self->kernel) == 0)
@@ -146,6 +197,8 @@ static void s_input_settled(loop_t *loop, void *ud)
 {
     runtime_exec_t *ex = ud;
     ex->input_timer = 0;
+    if (ex->state == RUNTIME_EXEC_INPUT)
+        rt_emit(ex->rt, ex, RUNTIME_EV_INPUT, -1, NULL, 0, NULL);
     if (ex->state == RUNTIME_EXEC_INPUT && ex->has_obs && ex->obs.on_input)
         ex->obs.on_input(ex->obs_ud, ex);
 }
@@ -161,7 +214,7 @@ void rt_exec_input(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     ex->input_header = json_object_get(m->header);
     ex->state = RUNTIME_EXEC_INPUT;
     ex->input_since_us = loop_now_us();
-    self->rev++;
+    rt_changed(self);
     loop_timer_cancel(self->loop, ex->input_timer);
     ex->input_timer = loop_timer(self->loop, INPUT_SETTLE_MS, s_input_settled, ex);
 }
@@ -186,7 +239,7 @@ static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
     buf_free(&b);
     ex->state = RUNTIME_EXEC_RUNNING;
     self->current = ex;
-    self->rev++;
+    rt_changed(self);
     rt_watch(ex, LOST_UNACKED_MS);
 }
 
@@ -239,6 +292,7 @@ runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_in
     ex->vars = -1;
     ex->claimed = true;
     ex->out = output_new(self->assets_dir);
+    ex->items = outitems_new();
     rt_announce_restart(self, ex);
     runtime_exec_t **pp = &self->execs;
     while (*pp)
@@ -361,6 +415,17 @@ void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out)
     out->evalue = ex->evalue;
     out->line = ex->line;
     out->source = ex->source;
+    out->traceback = ex->traceback;
+}
+
+outitems_t *runtime_exec_items(runtime_exec_t *ex)
+{
+    return ex->items;
+}
+
+const char *runtime_exec_code(const runtime_exec_t *ex)
+{
+    return ex->code;
 }
 
 long runtime_exec_vars(const runtime_exec_t *ex)
@@ -402,7 +467,7 @@ int runtime_exec_answer(runtime_exec_t *ex, const char *value)
     FREE_AND_NULL(ex->prompt);
     json_object_put(ex->input_header);
     ex->input_header = NULL;
-    self->rev++;
+    rt_changed(self);
     return 0;
 }
 

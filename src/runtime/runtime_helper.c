@@ -50,6 +50,7 @@ static long s_take_snapshot_obj(runtime_t *self, json_object *snap)
     }
     json_object_put(self->snapshot);
     self->snapshot = snap;
+    self->snapshot_seq++;
     self->snapshot_exec = self->exec_count;
     self->vars = (long)json_object_get_int64(v);
     return self->vars;
@@ -132,7 +133,7 @@ static void s_req_deadline(loop_t *loop, void *ud)
              : self->current ? "busy: the running code holds the interpreter, e.g. a long call in C"
                              : "busy");
     if (r->kind == REQ_RESET) {
-        self->rev++;
+        rt_changed(self);
         snprintf(why + strlen(why), sizeof why - strlen(why),
                  "; the reset is still queued in the kernel and happens when it resumes");
     }
@@ -350,7 +351,7 @@ static void s_req_done(runtime_t *self, rt_req_t *r, json_object *content, const
             /* Nothing rides along to say what is left: a reset leaves nothing. */
             s_take_snapshot_text(self, "{\"vars\":0,\"rows\":[]}");
         }
-        self->rev++;
+        rt_changed(self);
         char text_n[64];
         snprintf(text_n, sizeof text_n, "%ld", self->vars < 0 ? 0 : self->vars);
         if (r->done)

@@ -18,6 +18,7 @@
 #include "kernel.h"
 #include "kernelspec.h"
 #include "lang.h"
+#include "outitems.h"
 #include "log.h"
 #include "mem.h"
 #include "utf8.h"
@@ -78,7 +79,9 @@ struct runtime_exec {
     long number;
     int64_t sent_us, done_us, input_since_us, input_total_us;
     output_t *out;                 /* owned */
+    outitems_t *items;             /* owned: the outputs as structured items */
     char *ename, *evalue, *source; /* owned */
+    json_object *traceback;        /* owned: the error's frames, ANSI removed, or NULL */
     long line;
     long vars;
     long assets;                   /* rich outputs saved */
@@ -90,6 +93,7 @@ struct runtime_exec {
     void *obs_ud;
     bool has_obs;
     bool claimed;                  /* a caller follows it (started it or picked it up) */
+    bool announced;                /* the watcher was told it started */
     bool detached;                 /* its caller left before it finished */
     uintptr_t owner;               /* who started it; 0: anyone */
     uint64_t snapshot_timer;
@@ -179,6 +183,10 @@ struct runtime {
     uint64_t pump_timer;
     uint64_t trim_timer;           /* pending rt_trim (malloc_trim), 0 if none */
     uint64_t collect_timer;        /* frees released executions from the loop */
+    runtime_watch_fn *watch;       /* runtime_watch */
+    void *watch_ud;
+    uint64_t state_timer;          /* a pending RUNTIME_EV_STATE */
+    unsigned long snapshot_seq;
     kernel_conn_factory_fn *connect; /* NULL: ZeroMQ */
     void *connect_ud;
     /* --spare: a second kernel booted in the background and swapped in on
@@ -199,6 +207,11 @@ struct runtime {
 };
 
 /* runtime_exec.c */
+/* rev++ (a runtime event) and a coalesced RUNTIME_EV_STATE for the watcher. */
+void rt_changed(runtime_t *self);
+/* Tells the watcher about ex: START first if it was not told yet. */
+void rt_emit(runtime_t *self, runtime_exec_t *ex, runtime_ev_kind_t kind, int stream, const char *text, size_t len,
+             json_object *item);
 void rt_exec_free(runtime_exec_t *ex);
 void rt_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, const char *why);
 void rt_maybe_done(runtime_t *self, runtime_exec_t *ex);

@@ -3,11 +3,14 @@
 #define LOG_MODULE "runtime"
 #include "runtime_internal.h"
 
+#define TRACEBACK_MAX (64u << 10) /* bytes of cleaned frames kept for structured results */
+
 static long s_find_line(const char *tb, long number);
 static void s_record_error(runtime_exec_t *ex, json_object *content);
 static void s_output_text(runtime_exec_t *ex, int stream, const char *text, size_t len);
-static void s_save_assets(runtime_exec_t *ex, json_object *data);
-static void s_output_bundle(runtime_exec_t *ex, json_object *content);
+static void s_save_assets(runtime_exec_t *ex, json_object *data, json_object *saved);
+static void s_output_bundle(runtime_exec_t *ex, const char *msg_type, json_object *content);
+static void s_clear(runtime_exec_t *ex);
 
 /* Finds "Cell In [N], line L" (IPython 8) or "Input In [N]" ... "line L" in
  * a cleaned traceback: the last frame that points into this run's cell. */
@@ -56,10 +59,17 @@ static void s_record_error(runtime_exec_t *ex, json_object *content)
         return;
     buf_t clean;
     buf_init(&clean, 1u << 20);
+    /* The frames, cleaned, for structured results: at most TRACEBACK_MAX
+     * bytes of them (the deepest frames are the ones cut). */
+    json_object_put(ex->traceback);
+    ex->traceback = json_object_new_array();
     for (size_t i = 0; i < json_object_array_length(tb); i++) {
         json_object *t = json_object_array_get_idx(tb, i);
         if (json_object_is_type(t, json_type_string)) {
+            size_t at = clean.len;
             output_clean_text(json_object_get_string(t), (size_t)json_object_get_string_len(t), &clean);
+            if (clean.len <= TRACEBACK_MAX)
+                json_object_array_add(ex->traceback, json_object_new_string_len(clean.data + at, (int)(clean.len - at)));
             buf_putc(&clean, '\n');
         }
     }
@@ -93,19 +103,49 @@ static void s_output_text(runtime_exec_t *ex, int stream, const char *text, size
 {
     if (ex->clear_pending) {
         ex->clear_pending = false;
-        output_clear(ex->out);
+        s_clear(ex);
     }
     buf_t clean;
     buf_init(&clean, 0);
     output_write(ex->out, text, len, &clean);
+    outitems_stream(ex->items, stream, clean.data, clean.len);
+    if (clean.len)
+        rt_emit(ex->rt, ex, RUNTIME_EV_OUTPUT, stream, clean.data, clean.len, NULL);
     if (clean.len && ex->has_obs && ex->obs.on_output)
         ex->obs.on_output(ex->obs_ud, ex, stream, clean.data, clean.len);
     buf_free(&clean);
 }
 
+/* One saved asset (or why it was not saved) for structured results. */
+static json_object *s_asset_json(assets_t *store, const char *mime, const char *id, const char *err)
+{
+    json_object *a = json_object_new_object();
+    json_object_object_add(a, "mime", json_object_new_string(mime));
+    if (!id) {
+        json_object_object_add(a, "error", json_object_new_string(err));
+        return a;
+    }
+    json_object_object_add(a, "id", json_object_new_string(id));
+    char *uri = xasprintf("rat://assets/%s", id);
+    json_object_object_add(a, "uri", json_object_new_string(uri));
+    free(uri);
+    if (assets_http(store)) {
+        char *url = xasprintf("/assets/%s", id);
+        json_object_object_add(a, "url", json_object_new_string(url));
+        free(url);
+    } else {
+        char *path = assets_path(store, id, NULL);
+        if (path)
+            json_object_object_add(a, "file", json_object_new_string(path));
+        free(path);
+    }
+    return a;
+}
+
 /* Saves the rich parts of a MIME bundle (images, HTML) as assets and adds
- * a line naming each to the output; a part that cannot be saved says why. */
-static void s_save_assets(runtime_exec_t *ex, json_object *data)
+ * a line naming each to the output; a part that cannot be saved says why.
+ * Each is also appended to saved (a JSON array). */
+static void s_save_assets(runtime_exec_t *ex, json_object *data, json_object *saved)
 {
     static const char *mimes[] = {"image/png", "image/jpeg", "image/svg+xml", "text/html"};
     assets_t *store = ex->rt->assets;
@@ -137,6 +177,7 @@ static void s_save_assets(runtime_exec_t *ex, json_object *data)
                                   sodium_base64_VARIANT_ORIGINAL) != 0) {
                 free(bin);
                 output_write_block(ex->out, "[image not saved: invalid base64 data]", 38);
+                json_object_array_add(saved, s_asset_json(store, mimes[i], NULL, "invalid base64 data"));
                 continue;
             }
             bytes = bin;
@@ -148,8 +189,10 @@ static void s_save_assets(runtime_exec_t *ex, json_object *data)
             line = xasprintf("[%s: %s]", strcmp(mimes[i], "text/html") == 0 ? "html" : "image", link);
             free(link);
             ex->assets++;
+            json_object_array_add(saved, s_asset_json(store, mimes[i], id, NULL));
         } else {
             line = xasprintf("[%s]", err);
+            json_object_array_add(saved, s_asset_json(store, mimes[i], NULL, err));
         }
         output_write_block(ex->out, line, strlen(line));
         free(line);
@@ -157,14 +200,14 @@ static void s_save_assets(runtime_exec_t *ex, json_object *data)
     }
 }
 
-static void s_output_bundle(runtime_exec_t *ex, json_object *content)
+static void s_output_bundle(runtime_exec_t *ex, const char *msg_type, json_object *content)
 {
     json_object *data = NULL, *plain = NULL;
     if (!json_object_object_get_ex(content, "data", &data) || !json_object_is_type(data, json_type_object))
         return;
     if (ex->clear_pending) {
         ex->clear_pending = false;
-        output_clear(ex->out);
+        s_clear(ex);
     }
     if (json_object_object_get_ex(data, "text/plain", &plain) && json_object_is_type(plain, json_type_string)) {
         const char *t = json_object_get_string(plain);
@@ -179,7 +222,19 @@ static void s_output_bundle(runtime_exec_t *ex, json_object *content)
             buf_free(&clean);
         }
     }
-    s_save_assets(ex, data);
+    json_object *saved = json_object_new_array();
+    s_save_assets(ex, data, saved);
+    json_object *item = outitems_bundle(ex->items, msg_type, content, saved);
+    if (item)
+        rt_emit(ex->rt, ex, RUNTIME_EV_OUTPUT, -1, NULL, 0, item);
+}
+
+/* clear_output, now or (wait=True) at the next output. */
+static void s_clear(runtime_exec_t *ex)
+{
+    output_clear(ex->out);
+    json_object *item = outitems_clear(ex->items);
+    rt_emit(ex->rt, ex, RUNTIME_EV_OUTPUT, -1, NULL, 0, item);
 }
 
 void rt_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
@@ -198,7 +253,7 @@ void rt_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         json_object *n = NULL;
         if (json_object_object_get_ex(c, "execution_count", &n) && json_object_is_type(n, json_type_int))
             ex->number = (long)json_object_get_int64(n);
-        s_output_bundle(ex, c);
+        s_output_bundle(ex, t, c);
     } else if (strcmp(t, "error") == 0) {
         s_record_error(ex, c);
     } else if (strcmp(t, "clear_output") == 0) {
@@ -206,12 +261,13 @@ void rt_exec_iopub(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
         if (json_object_object_get_ex(c, "wait", &w) && json_object_get_boolean(w))
             ex->clear_pending = true;
         else
-            output_clear(ex->out);
+            s_clear(ex);
     } else if (strcmp(t, "execute_input") == 0) {
         json_object *n = NULL;
         if (json_object_object_get_ex(c, "execution_count", &n) && json_object_is_type(n, json_type_int))
             ex->number = (long)json_object_get_int64(n);
         rt_exec_acknowledged(self, ex);
+        rt_emit(self, ex, RUNTIME_EV_START, -1, NULL, 0, NULL);
     } else if (strcmp(t, "status") == 0) {
         const char *st = wire_get_str(c, "execution_state");
         if (st && strcmp(st, "busy") == 0) {

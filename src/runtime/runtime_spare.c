@@ -107,7 +107,7 @@ bool rt_spare_swap(runtime_t *self, runtime_done_fn *done, void *ud)
 {
     if (!self->spare || !self->spare_ready || kernel_state(self->spare) != KERNEL_READY)
         return false;
-    self->rev++;
+    rt_changed(self);
     self->ndeaths = 0;
     FREE_AND_NULL(self->restart_note); /* asked for: the restart's answer tells */
     kernel_destroy(&self->kernel, 0);

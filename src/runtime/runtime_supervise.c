@@ -33,10 +33,11 @@ void rt_on_ready(void *ud, kernel_t *k, json_object *info)
     self->kstate = ST_READY;
     json_object_put(self->snapshot);
     self->snapshot = NULL;
+    self->snapshot_seq++;
     /* A new kernel counts from 0 (an attached one: unknown until its first run). */
     self->exec_count = 0;
     self->snapshot_exec = 0;
-    self->rev++;
+    rt_changed(self);
     self->vars = self->lang ? 0 : -1;
     if (self->lang && self->lang->install && !self->helper_preinstalled) {
         /* Shell requests run in order, so the helper is in place before the
@@ -114,7 +115,7 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     bool attached = !kernel_owned(k);
     free(self->last_death);
     self->last_death = xstrdup(why);
-    self->rev++;
+    rt_changed(self);
     kernel_destroy(&self->kernel, 0);
     self->lang = NULL;
     int64_t now = loop_now_ms();
@@ -178,7 +179,7 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
 static void s_on_heartbeat(void *ud, kernel_t *k, bool ok)
 {
     runtime_t *self = ud;
-    self->rev++;
+    rt_changed(self);
     (void)k;
     (void)ok;
 }
@@ -267,7 +268,7 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     }
     if (rt_spare_swap(self, done, ud))
         return;
-    self->rev++;
+    rt_changed(self);
     self->restart_done = done;
     self->restart_ud = ud;
     self->ndeaths = 0;

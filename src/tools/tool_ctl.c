@@ -31,6 +31,8 @@ typedef struct {
     bool cancel;             /* a cancel: the runtime may hold op as a verdict's ud */
     long exec_number;        /* cancel: the run being interrupted */
     uint64_t timer;
+    const char *opname;      /* static: reset, restart, cancel */
+    bool cancel_op;          /* a cancel (op->cancel clears once the verdict came) */
 } s_op_t;
 
 /* The call went. A reset or restart still calls back with the op; a
@@ -58,9 +60,27 @@ static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
     return op;
 }
 
+/* An action's structuredContent (ctl's schema: {op, ok, ...}). Caller owns it. */
+static json_object *s_action(const char *opname, bool ok)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "op", json_object_new_string(opname));
+    json_object_object_add(o, "ok", json_object_new_boolean(ok));
+    return o;
+}
+
+/* Finishes with text and sc (consumed; NULL: {op, ok: !is_error}). */
+static void s_op_finish_sc(s_op_t *op, const char *text, bool is_error, json_object *sc)
+{
+    if (!sc)
+        sc = s_action(op->cancel_op ? "cancel" : op->opname, !is_error);
+    tools_op_finish(&op->base, text, is_error, sc);
+    json_object_put(sc);
+}
+
 static void s_op_finish(s_op_t *op, const char *text, bool is_error)
 {
-    tools_op_finish(&op->base, text, is_error, NULL);
+    s_op_finish_sc(op, text, is_error, NULL);
 }
 
 static void s_reset_done(void *ud, bool ok, const char *text)
@@ -75,8 +95,11 @@ static void s_reset_done(void *ud, bool ok, const char *text)
     buf_t b;
     buf_init(&b, 0);
     buf_printf(&b, "RESET | %s | ", op->all ? "namespace, history and saved outputs cleared" : "namespace cleared");
-    textfmt_count(&b, strtol(text, NULL, 10), "var", "vars");
-    s_op_finish(op, buf_str(&b), false);
+    long vars = strtol(text, NULL, 10);
+    textfmt_count(&b, vars, "var", "vars");
+    json_object *sc = s_action("reset", true);
+    json_object_object_add(sc, "vars", json_object_new_int64(vars));
+    s_op_finish_sc(op, buf_str(&b), false, sc);
     buf_free(&b);
 }
 
@@ -89,7 +112,9 @@ static void s_restart_done(void *ud, bool ok, const char *text)
         free(msg);
         return;
     }
-    s_op_finish(op, "RESTARTED | interpreter reinitialized | 0 vars", false);
+    json_object *sc = s_action("restart", true);
+    json_object_object_add(sc, "vars", json_object_new_int64(0));
+    s_op_finish_sc(op, "RESTARTED | interpreter reinitialized | 0 vars", false, sc);
 }
 
 /* The cancelled run ended: say what the cancel really did. */
@@ -99,6 +124,11 @@ static void s_cancel_verdict(void *ud, runtime_exec_t *ex, runtime_cancel_verdic
     long n = runtime_exec_number(ex) ? runtime_exec_number(ex) : op->exec_number;
     char text[400];
     bool is_error = false;
+    static const char *const verdicts[] = {
+        [RUNTIME_CANCEL_INTERRUPTED] = "interrupted", [RUNTIME_CANCEL_DROPPED] = "dropped",
+        [RUNTIME_CANCEL_ENDED] = "ended",             [RUNTIME_CANCEL_LOST] = "lost",
+        [RUNTIME_CANCEL_FAILED] = "failed",
+    };
     switch (v) {
     case RUNTIME_CANCEL_INTERRUPTED:
         snprintf(text, sizeof text, "CANCELLED exec #%ld", n);
@@ -123,7 +153,11 @@ static void s_cancel_verdict(void *ud, runtime_exec_t *ex, runtime_cancel_verdic
         break;
     }
     op->cancel = false;
-    s_op_finish(op, text, is_error);
+    json_object *sc = s_action("cancel", v != RUNTIME_CANCEL_ENDED && !is_error);
+    json_object_object_add(sc, "verdict", json_object_new_string((unsigned)v < 5 ? verdicts[v] : "failed"));
+    if (n)
+        json_object_object_add(sc, "exec_count", json_object_new_int64(n));
+    s_op_finish_sc(op, text, is_error, sc);
 }
 
 /* The run did not end within CANCEL_GIVE_UP_MS of the interrupt. */
@@ -148,7 +182,9 @@ static void s_cancel_give_up(loop_t *loop, void *ud)
                  "exec #%ld did not stop within %d s of the interrupt (code that ignores KeyboardInterrupt, or a "
                  "long call in C); ctl(op=\"restart\") ends it, losing the variables",
                  op->exec_number, CANCEL_GIVE_UP_MS / 1000);
-    s_op_finish(op, text, true);
+    json_object *sc = s_action("cancel", false);
+    json_object_object_add(sc, "verdict", json_object_new_string("timeout"));
+    s_op_finish_sc(op, text, true, sc);
 }
 
 static void s_status(tools_ctx_t *ctx, buf_t *b)
@@ -212,6 +248,100 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
         buf_printf(b, "\nkernel log: %s", st.log_path);
 }
 
+/* ctl status as structuredContent (ctl's schema, op "status"). */
+json_object *tool_ctl_status_json(tools_ctx_t *ctx, mcp_session_t *session)
+{
+    runtime_status_t st;
+    runtime_status(ctx->rt, &st);
+    json_object *o = json_object_new_object();
+    runtime_exec_t *cur = runtime_current(ctx->rt);
+    bool waiting = cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT;
+    json_object_object_add(o, "op", json_object_new_string("status"));
+    json_object_object_add(o, "state", json_object_new_string(st.state));
+    json_object_object_add(o, "waiting_for_input", json_object_new_boolean(waiting));
+    if (st.language)
+        json_object_object_add(o, "language", json_object_new_string(st.language));
+    json_object_object_add(o, "exec_count", json_object_new_int64(st.exec_count));
+    json_object_object_add(o, "rev", json_object_new_int64((int64_t)st.rev));
+    json_object_object_add(o, "uptime_ms", json_object_new_int64(st.up_ms));
+    json_object *k = json_object_new_object();
+    if (st.kernel_name)
+        json_object_object_add(k, "name", json_object_new_string(st.kernel_name));
+    if (st.display_name)
+        json_object_object_add(k, "display_name", json_object_new_string(st.display_name));
+    if (st.pid)
+        json_object_object_add(k, "pid", json_object_new_int64((int64_t)st.pid));
+    json_object_object_add(k, "attached", json_object_new_boolean(st.attached));
+    if (st.interpreter)
+        json_object_object_add(k, "interpreter", json_object_new_string(st.interpreter));
+    if (st.boot_ms)
+        json_object_object_add(k, "ready_ms", json_object_new_int64(st.boot_ms));
+    json_object_object_add(o, "kernel", k);
+    json_object_object_add(o, "restarts", json_object_new_int64(st.restarts));
+    if (st.last_death)
+        json_object_object_add(o, "last_failure", json_object_new_string(st.last_death));
+    json_object_object_add(o, "heartbeat_ok", json_object_new_boolean(st.heartbeat_ok));
+    if (st.vars >= 0)
+        json_object_object_add(o, "vars", json_object_new_int64(st.vars));
+    json_object_object_add(o, "queued", json_object_new_int64((int64_t)st.queued));
+    if (st.running) {
+        json_object *r = json_object_new_object();
+        json_object_object_add(r, "exec_count", json_object_new_int64(runtime_exec_number(st.running)));
+        json_object_object_add(r, "elapsed_ms", json_object_new_int64(runtime_exec_elapsed_ms(st.running)));
+        json_object_object_add(r, "acknowledged", json_object_new_boolean(runtime_exec_acknowledged(st.running)));
+        if (runtime_exec_interrupted_ms(st.running) >= 0)
+            json_object_object_add(r, "interrupted_ms", json_object_new_int64(runtime_exec_interrupted_ms(st.running)));
+        json_object_object_add(r, "mine", json_object_new_boolean(runtime_exec_owner(st.running) ==
+                                                                   (uintptr_t)mcp_session_serial(session)));
+        json_object_object_add(o, "running", r);
+    }
+    if (waiting) {
+        bool password = false;
+        const char *prompt = runtime_exec_prompt(cur, &password);
+        json_object *in = json_object_new_object();
+        json_object_object_add(in, "prompt", json_object_new_string(prompt ? prompt : ""));
+        json_object_object_add(in, "password", json_object_new_boolean(password));
+        json_object_object_add(o, "input", in);
+    }
+    if (st.reset_ms >= 0)
+        json_object_object_add(o, "reset_pending_ms", json_object_new_int64(st.reset_ms));
+    return o;
+}
+
+/* ctl status's result. While an input() waits, a first text item reads
+ * `waiting_for_input` (what vscode-rat polls for on the first line; the
+ * seed's status text follows unchanged as the second item). */
+static void s_status_reply(tools_ctx_t *ctx, mcp_call_t *call)
+{
+    buf_t b;
+    buf_init(&b, 0);
+    s_status(ctx, &b);
+    json_object *sc = tool_ctl_status_json(ctx, mcp_call_session(call)), *w = NULL;
+    json_object *res = json_object_new_object(), *content = json_object_new_array();
+    if (json_object_object_get_ex(sc, "waiting_for_input", &w) && json_object_get_boolean(w)) {
+        json_object *item = json_object_new_object();
+        json_object_object_add(item, "type", json_object_new_string("text"));
+        json_object_object_add(item, "text", json_object_new_string("waiting_for_input"));
+        json_object_array_add(content, item);
+    }
+    json_object *item = json_object_new_object();
+    json_object_object_add(item, "type", json_object_new_string("text"));
+    json_object_object_add(item, "text", json_object_new_string(buf_str(&b)));
+    json_object_array_add(content, item);
+    json_object_object_add(res, "content", content);
+    json_object_object_add(res, "structuredContent", sc);
+    json_object_object_add(res, "isError", json_object_new_boolean(false));
+    mcp_call_reply(call, res);
+    buf_free(&b);
+}
+
+static void s_wait_nothing(mcp_call_t *call, const char *text)
+{
+    json_object *sc = s_action("wait", false);
+    mcp_call_text_structured(call, text, false, sc);
+    json_object_put(sc);
+}
+
 static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
 {
     tools_ctx_t *ctx = ud;
@@ -219,17 +349,15 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
     const char *op = json_object_object_get_ex(args, "op", &v) ? json_object_get_string(v) : "";
     const char *scope = json_object_object_get_ex(args, "scope", &v) ? json_object_get_string(v) : "namespace";
     if (strcmp(op, "status") == 0) {
-        buf_t b;
-        buf_init(&b, 0);
-        s_status(ctx, &b);
-        mcp_call_text(call, buf_str(&b), false);
-        buf_free(&b);
+        s_status_reply(ctx, call);
     } else if (strcmp(op, "reset") == 0) {
         s_op_t *o = s_op_new(ctx, call);
+        o->opname = "reset";
         o->all = strcmp(scope, "all") == 0;
         runtime_reset(ctx->rt, o->all, s_reset_done, o);
     } else if (strcmp(op, "restart") == 0) {
         s_op_t *o = s_op_new(ctx, call);
+        o->opname = "restart";
         runtime_restart(ctx->rt, s_restart_done, o);
     } else if (strcmp(op, "cancel") == 0) {
         /* The running run, or (while the kernel starts) the next queued
@@ -238,31 +366,39 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
         if (!cur)
             cur = runtime_first_queued(ctx->rt);
         if (!cur) {
-            mcp_call_text(call, "No active execution.", false);
+            json_object *sc = s_action("cancel", false);
+            json_object_object_add(sc, "verdict", json_object_new_string("none"));
+            mcp_call_text_structured(call, "No active execution.", false, sc);
+            json_object_put(sc);
             return;
         }
         s_op_t *o = s_op_new(ctx, call);
+        o->opname = "cancel";
+        o->cancel_op = true;
         o->cancel = true;
         o->exec_number = runtime_exec_number(cur);
         o->timer = loop_timer(ctx->loop, CANCEL_GIVE_UP_MS, s_cancel_give_up, o);
         /* The verdict may come (and free o) before this returns. */
         if (runtime_cancel_run(ctx->rt, cur, s_cancel_verdict, o) < 0) {
             o->cancel = false;
-            s_op_finish(o, "the running code cannot be interrupted (the kernel is not reachable); "
-                           "ctl(op=\"restart\") ends it", true);
+            json_object *sc = s_action("cancel", false);
+            json_object_object_add(sc, "verdict", json_object_new_string("unreachable"));
+            s_op_finish_sc(o, "the running code cannot be interrupted (the kernel is not reachable); "
+                              "ctl(op=\"restart\") ends it", true, sc);
         }
     } else if (strcmp(op, "wait") == 0) {
-        runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_call_session(call));
+        runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_session_serial(mcp_call_session(call)));
         if (!ex) {
             runtime_exec_t *cur = runtime_current(ctx->rt);
             if (cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT && runtime_exec_owner(cur) &&
-                runtime_exec_owner(cur) != (uintptr_t)mcp_call_session(call)) {
-                mcp_call_text(call, "Nothing to wait for: the running code waits for input() from the session that "
-                                    "started it.", false);
+                runtime_exec_owner(cur) != (uintptr_t)mcp_session_serial(mcp_call_session(call))) {
+                s_wait_nothing(call, "Nothing to wait for: the running code waits for input() from the session "
+                                     "that started it.");
                 return;
             }
-            mcp_call_text(call, cur ? "Nothing to wait for: the running code is already being followed by another call."
-                                    : "Nothing to wait for: no run is in progress.", false);
+            s_wait_nothing(call, cur ? "Nothing to wait for: the running code is already being followed by another "
+                                       "call."
+                                     : "Nothing to wait for: no run is in progress.");
             return;
         }
         tool_run_follow(ctx, call, ex, TOOLS_DEFAULT_WAIT_S);
@@ -282,6 +418,7 @@ void tool_ctl_describe(mcp_tool_t *out)
                        "(variables survive), restart starts a fresh interpreter, status reports the kernel's "
                        "state, wait follows a run that returned before it finished.",
         .input_schema = s_schema,
+        .output_schema = tools_schema("ctl"),
         .destructive = true,
     };
 }

@@ -23,7 +23,9 @@ static const char s_schema[] =
     "data['two words'], model.layers.0.type, math.sqrt.\"},"
     "\"code\":{\"type\":\"string\",\"description\":\"Code to complete (with cursor).\"},"
     "\"cursor\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Cursor position in code, in characters "
-    "(default: the end).\"}},"
+    "(default: the end).\"},"
+    "\"full\":{\"type\":\"boolean\",\"description\":\"Accepted for vscode-rat: look(at) is always the full "
+    "inspection.\"}},"
     "\"additionalProperties\":false}";
 
 typedef struct {
@@ -144,6 +146,58 @@ static void s_render_overview(tools_ctx_t *ctx, json_object *snap, long snap_exe
         b->data[--b->len] = '\0';
 }
 
+/* The overview's structuredContent (look's schema, view "overview"). */
+static json_object *s_overview_json(tools_ctx_t *ctx, json_object *snap, long snap_exec)
+{
+    runtime_status_t st;
+    runtime_status(ctx->rt, &st);
+    json_object *o = json_object_new_object(), *v = NULL, *rows = NULL;
+    json_object_object_add(o, "view", json_object_new_string("overview"));
+    if (st.language)
+        json_object_object_add(o, "language", json_object_new_string(st.language));
+    json_object_object_add(o, "state", json_object_new_string(st.state));
+    json_object_object_add(o, "exec_count", json_object_new_int64(st.exec_count));
+    long nvars = snap && json_object_object_get_ex(snap, "vars", &v) ? (long)json_object_get_int64(v) : -1;
+    if (nvars >= 0)
+        json_object_object_add(o, "vars", json_object_new_int64(nvars));
+    json_object_object_add(o, "available", json_object_new_boolean(snap || runtime_has_helper(ctx->rt)));
+    if (snap) {
+        json_object_object_add(o, "snapshot_exec", json_object_new_int64(snap_exec));
+        json_object_object_add(o, "stale", json_object_new_boolean(st.running != NULL));
+    }
+    json_object *out = json_object_new_array();
+    size_t n = 0;
+    if (snap && json_object_object_get_ex(snap, "rows", &rows) && json_object_is_type(rows, json_type_array)) {
+        n = json_object_array_length(rows);
+        for (size_t i = 0; i < n; i++) {
+            json_object *r = json_object_array_get_idx(rows, i), *row = json_object_new_object();
+            static const char *const keys[] = {"name", "type", "preview", "type_name", "size"};
+            static const int cols[] = {0, 1, 2, 3, 4};
+            for (int k = 0; k < 5; k++) {
+                json_object *c = json_object_array_get_idx(r, (size_t)cols[k]);
+                if (json_object_is_type(c, json_type_string))
+                    json_object_object_add(row, keys[k], json_object_new_string(json_object_get_string(c)));
+                else if (k < 3)
+                    json_object_object_add(row, keys[k], json_object_new_string(""));
+            }
+            json_object *e = json_object_array_get_idx(r, 5);
+            if (json_object_is_type(e, json_type_boolean))
+                json_object_object_add(row, "expandable", json_object_new_boolean(json_object_get_boolean(e)));
+            json_object_array_add(out, row);
+        }
+    }
+    json_object_object_add(o, "rows", out);
+    json_object_object_add(o, "more", json_object_new_int64(nvars > (long)n ? nvars - (long)n : 0));
+    return o;
+}
+
+json_object *tool_look_overview_json(tools_ctx_t *ctx)
+{
+    long snap_exec = 0;
+    json_object *snap = runtime_snapshot(ctx->rt, &snap_exec);
+    return s_overview_json(ctx, snap, snap_exec);
+}
+
 static void s_overview_fresh(void *ud, const char *text, const char *err)
 {
     s_op_t *op = ud;
@@ -153,7 +207,9 @@ static void s_overview_fresh(void *ud, const char *text, const char *err)
     long snap_exec = 0;
     json_object *cached = runtime_snapshot(op->base.ctx->rt, &snap_exec);
     s_render_overview(op->base.ctx, snap ? snap : cached, snap_exec, &b);
-    s_finish(op, buf_str(&b), false, NULL);
+    json_object *sc = s_overview_json(op->base.ctx, snap ? snap : cached, snap_exec);
+    s_finish(op, buf_str(&b), false, sc);
+    json_object_put(sc);
     buf_free(&b);
     json_object_put(snap);
 }
@@ -171,7 +227,9 @@ static void s_overview(tools_ctx_t *ctx, mcp_call_t *call)
         buf_t b;
         buf_init(&b, 0);
         s_render_overview(ctx, snap, snap_exec, &b);
-        mcp_call_text(call, buf_str(&b), false);
+        json_object *sc = s_overview_json(ctx, snap, snap_exec);
+        mcp_call_text_structured(call, buf_str(&b), false, sc);
+        json_object_put(sc);
         buf_free(&b);
         return;
     }
@@ -245,6 +303,60 @@ static void s_render_inspect(json_object *r, buf_t *b)
     }
 }
 
+/* The path that opens child `name` of path (Python's path syntax). */
+static char *s_child_path(const char *path, const char *name)
+{
+    if (name[0] == '[')
+        return xasprintf("%s%s", path, name);
+    if (name[0] == '\'' || name[0] == '"')
+        return xasprintf("%s[%s]", path, name);
+    return xasprintf("%s.%s", path, name);
+}
+
+/* The helper's answer as look's structuredContent (view "inspect"). */
+static json_object *s_inspect_json(tools_ctx_t *ctx, json_object *r)
+{
+    json_object *o = json_object_new_object(), *children = NULL, *more = NULL;
+    json_object_object_add(o, "view", json_object_new_string("inspect"));
+    const char *path = s_get_str(r, "path");
+    json_object_object_add(o, "path", json_object_new_string(path ? path : ""));
+    json_object_object_add(o, "source", json_object_new_string("helper"));
+    static const char *const from[] = {"type", "kind", "size", "repr", "signature", "doc", "defined_in"};
+    static const char *const to[] = {"type", "kind", "size", "value", "signature", "doc", "defined_in"};
+    for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+        const char *v = s_get_str(r, from[i]);
+        if (v)
+            json_object_object_add(o, to[i], json_object_new_string(v));
+    }
+    runtime_status_t st;
+    runtime_status(ctx->rt, &st);
+    bool python = st.language && strcmp(st.language, "python") == 0;
+    json_object *arr = json_object_new_array();
+    if (json_object_object_get_ex(r, "children", &children) && json_object_is_type(children, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(children); i++) {
+            json_object *row = json_object_array_get_idx(children, i), *c = json_object_new_object();
+            const char *name = json_object_get_string(json_object_array_get_idx(row, 0));
+            const char *type = json_object_get_string(json_object_array_get_idx(row, 1));
+            const char *value = json_object_get_string(json_object_array_get_idx(row, 2));
+            bool exp = json_object_get_boolean(json_object_array_get_idx(row, 3));
+            json_object_object_add(c, "name", json_object_new_string(name ? name : ""));
+            json_object_object_add(c, "type", json_object_new_string(type ? type : ""));
+            json_object_object_add(c, "value", json_object_new_string(value ? value : ""));
+            json_object_object_add(c, "expandable", json_object_new_boolean(exp));
+            if (python && path && name && *name) {
+                char *p = s_child_path(path, name);
+                json_object_object_add(c, "path", json_object_new_string(p));
+                free(p);
+            }
+            json_object_array_add(arr, c);
+        }
+    }
+    json_object_object_add(o, "children", arr);
+    if (json_object_object_get_ex(r, "more", &more) && json_object_is_type(more, json_type_int))
+        json_object_object_add(o, "more", json_object_new_int64(json_object_get_int64(more)));
+    return o;
+}
+
 static void s_inspect_reply(void *ud, const char *text, size_t len, const char *err)
 {
     s_op_t *op = ud;
@@ -262,10 +374,18 @@ static void s_inspect_reply(void *ud, const char *text, size_t len, const char *
         buf_printf(&b, "(%s busy: the kernel's own inspector answers while code runs; drill-down works when it "
                        "is idle)\n",
                    st.language);
+    size_t at = b.len;
     output_clean_text(text, len, &b);
     while (b.len && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
-    s_finish(op, buf_str(&b), false, NULL);
+    json_object *sc = json_object_new_object();
+    json_object_object_add(sc, "view", json_object_new_string("inspect"));
+    json_object_object_add(sc, "path", json_object_new_string(op->path));
+    json_object_object_add(sc, "source", json_object_new_string("kernel"));
+    json_object_object_add(sc, "children", json_object_new_array());
+    json_object_object_add(sc, "text", json_object_new_string(buf_str(&b) + at));
+    s_finish(op, buf_str(&b), false, sc);
+    json_object_put(sc);
     buf_free(&b);
 }
 
@@ -298,7 +418,9 @@ static void s_inspect_helper(void *ud, const char *text, const char *err)
         buf_t b;
         buf_init(&b, 0);
         s_render_inspect(r, &b);
-        s_finish(op, buf_str(&b), false, NULL);
+        json_object *sc = s_inspect_json(op->base.ctx, r);
+        s_finish(op, buf_str(&b), false, sc);
+        json_object_put(sc);
         buf_free(&b);
     }
     json_object_put(r);
@@ -381,11 +503,21 @@ static void s_complete_reply(void *ud, const runtime_completions_t *c, const cha
         while (b.len && b.data[b.len - 1] == '\n')
             b.data[--b.len] = '\0';
     }
-    /* Offsets back to the client's unit: characters (code points). */
+    /* Offsets back to the client's unit: characters (code points), the
+     * unit of the cursor argument; and UTF-16 code units, JavaScript's
+     * string indices (they differ past U+FFFF). */
+    size_t clen = strlen(op->code);
+    size_t cs16 = utf8_utf16_count(op->code, utf8_offset(op->code, clen, (size_t)cs));
+    size_t ce16 = utf8_utf16_count(op->code, utf8_offset(op->code, clen, (size_t)ce));
     json_object *sc = json_object_new_object();
+    json_object_object_add(sc, "view", json_object_new_string("completions"));
     json_object_object_add(sc, "items", items);
     json_object_object_add(sc, "cursor_start", json_object_new_int64(cs));
     json_object_object_add(sc, "cursor_end", json_object_new_int64(ce));
+    json_object_object_add(sc, "replace_start", json_object_new_int64(cs));
+    json_object_object_add(sc, "replace_end", json_object_new_int64(ce));
+    json_object_object_add(sc, "replace_start_utf16", json_object_new_int64((int64_t)cs16));
+    json_object_object_add(sc, "replace_end_utf16", json_object_new_int64((int64_t)ce16));
     s_finish(op, buf_str(&b), false, sc);
     json_object_put(sc);
     json_object_put(rows);
@@ -405,6 +537,7 @@ static void s_complete(tools_ctx_t *ctx, mcp_call_t *call, const char *code, lon
     }
     s_op_t *op = s_op_new(ctx, call);
     op->cursor = cursor;
+    op->code = xstrdup(code);
     /* Jupyter counts cursor_pos in Unicode code points, as our clients do. */
     runtime_complete(ctx->rt, code, (size_t)cursor, s_complete_reply, op);
 }
@@ -440,6 +573,7 @@ void tool_look_describe(mcp_tool_t *out)
                        "one variable or a path into it (data.scores.0, model.layers.0.type) with its value and "
                        "children, or a function's signature and docs; with `code` and `cursor`, completions.",
         .input_schema = s_schema,
+        .output_schema = tools_schema("look"),
         .read_only = true,
         .idempotent = true,
     };

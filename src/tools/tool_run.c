@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assets.h"
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
@@ -17,6 +18,7 @@
 #define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
 #define NOTIFY_MAX (64u << 10)     /* bytes of one batch; the rest is summarized */
 #define KEEPALIVE_MS 5000          /* progress while silent, for resetTimeoutOnProgress */
+#define HOLD_WAIT_S 86400.0        /* the default wait for clients that hold the call (s_holds) */
 
 static const char s_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -65,6 +67,12 @@ static void s_flush(s_follow_t *f)
         if (f->skipped[s])
             buf_printf(&f->pending[s], "\n… [%zu bytes not streamed; the result keeps the output] …\n", f->skipped[s]);
         mcp_call_log(f->call, levels[s], loggers[s], f->pending[s].data, f->pending[s].len);
+        /* The same batch as rat/output {text, stream}: what vscode-rat reads
+         * (it ignores notifications/message). */
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "text", json_object_new_string_len(f->pending[s].data, (int)f->pending[s].len));
+        json_object_object_add(p, "stream", json_object_new_string(loggers[s]));
+        mcp_call_notify(f->call, "rat/output", p);
         buf_reset(&f->pending[s]);
         f->skipped[s] = 0;
         sent = true;
@@ -144,63 +152,190 @@ static void s_render_problem(runtime_exec_t *ex, buf_t *b)
     }
 }
 
-static void s_render_done(runtime_exec_t *ex, buf_t *b)
+/* ------------------------------------------------------------ results */
+
+/* What a run result's structuredContent says (the run_result schema in
+ * schemas.json); body is the text without its footer. Reads the
+ * truncation facts of the segment just rendered, so call it after
+ * output_render and before output_reset. Caller owns the result. */
+/* Appends to body one line `__RAT_PLOT__:<file>` per image saved in items:
+ * vscode-rat's plot convention (it copies that file and shows it). */
+static void s_plot_lines(struct assets *store, json_object *items, buf_t *body)
 {
-    output_render(runtime_exec_output(ex), b);
-    s_render_problem(ex, b);
-    if (b->len)
-        buf_puts(b, "\n\n");
-    bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
-    textfmt_footer(b, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), runtime_exec_assets(ex));
+    for (size_t i = 0; store && i < json_object_array_length(items); i++) {
+        json_object *assets = NULL;
+        if (!json_object_object_get_ex(json_object_array_get_idx(items, i), "assets", &assets))
+            continue;
+        for (size_t k = 0; k < json_object_array_length(assets); k++) {
+            json_object *a = json_object_array_get_idx(assets, k), *mime = NULL, *id = NULL;
+            if (!json_object_object_get_ex(a, "mime", &mime) || !json_object_object_get_ex(a, "id", &id) ||
+                strncmp(json_object_get_string(mime), "image/", 6) != 0)
+                continue;
+            char *path = assets_path(store, json_object_get_string(id), NULL);
+            if (path)
+                buf_printf(body, "%s__RAT_PLOT__:%s", body->len ? "\n" : "", path);
+            free(path);
+        }
+    }
 }
 
-static void s_end(s_follow_t *f, const char *text, bool is_error, bool detach)
+static json_object *s_structured(struct assets *store, runtime_exec_t *ex, const char *status, const char *body,
+                                 const char *footer)
+{
+    json_object *o = json_object_new_object();
+    bool success = strcmp(status, "error") != 0 && strcmp(status, "cancelled") != 0;
+    json_object_object_add(o, "status", json_object_new_string(status));
+    json_object_object_add(o, "success", json_object_new_boolean(success));
+    json_object *items = outitems_json(runtime_exec_items(ex));
+    buf_t text;
+    buf_init(&text, 0);
+    buf_puts(&text, body);
+    s_plot_lines(store, items, &text);
+    json_object_object_add(o, "output", json_object_new_string(buf_str(&text)));
+    buf_free(&text);
+    json_object_object_add(o, "footer", json_object_new_string(footer));
+    json_object_object_add(o, "exec_count", json_object_new_int64(runtime_exec_number(ex)));
+    json_object_object_add(o, "duration_ms", json_object_new_int64(runtime_exec_elapsed_ms(ex)));
+    bool done = runtime_exec_state(ex) == RUNTIME_EXEC_DONE;
+    if (done && runtime_exec_vars(ex) >= 0)
+        json_object_object_add(o, "vars", json_object_new_int64(runtime_exec_vars(ex)));
+    json_object_object_add(o, "assets", json_object_new_int64(runtime_exec_assets(ex)));
+    if (runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED)
+        json_object_object_add(o, "queue_position", json_object_new_int64((int64_t)runtime_exec_position(ex)));
+    json_object_object_add(o, "outputs", items);
+    runtime_outcome_t oc = runtime_exec_outcome(ex);
+    if (done && oc == RUNTIME_ERROR) {
+        runtime_error_t e;
+        runtime_exec_error(ex, &e);
+        json_object *err = json_object_new_object();
+        json_object_object_add(err, "ename", json_object_new_string(e.ename ? e.ename : ""));
+        json_object_object_add(err, "evalue", json_object_new_string(e.evalue ? e.evalue : ""));
+        json_object_object_add(err, "traceback", e.traceback ? json_object_get(e.traceback) : json_object_new_array());
+        if (e.line > 0 && e.source) {
+            json_object_object_add(err, "line", json_object_new_int64(e.line));
+            json_object_object_add(err, "source", json_object_new_string(e.source));
+        }
+        json_object_object_add(o, "error", err);
+    } else if (done && oc != RUNTIME_OK) {
+        const char *why = oc == RUNTIME_ABORTED ? "aborted: the kernel did not run this code (an earlier error "
+                                                  "stopped the queue)"
+                                                : runtime_exec_why(ex);
+        json_object_object_add(o, "failure", json_object_new_string(why ? why : "failed"));
+    }
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(ex, &password);
+    if (prompt && strcmp(status, "input_requested") == 0) {
+        json_object *in = json_object_new_object();
+        json_object_object_add(in, "prompt", json_object_new_string(prompt));
+        json_object_object_add(in, "password", json_object_new_boolean(password));
+        json_object_object_add(o, "input", in);
+    }
+    output_t *out = runtime_exec_output(ex);
+    size_t dropped = 0, dropped_bytes = 0;
+    outitems_dropped(runtime_exec_items(ex), &dropped, &dropped_bytes);
+    if (output_truncated(out) || dropped || dropped_bytes) {
+        json_object *t = json_object_new_object();
+        json_object_object_add(t, "lines", json_object_new_int64((int64_t)output_line_count(out)));
+        json_object_object_add(t, "text_cut", json_object_new_boolean(output_truncated(out)));
+        if (output_spill_path(out))
+            json_object_object_add(t, "full_output", json_object_new_string(output_spill_path(out)));
+        else if (output_spill_error(out))
+            json_object_object_add(t, "full_output_error", json_object_new_string(output_spill_error(out)));
+        json_object_object_add(t, "outputs_dropped", json_object_new_int64((int64_t)dropped));
+        json_object_object_add(t, "bytes_dropped", json_object_new_int64((int64_t)dropped_bytes));
+        json_object_object_add(o, "truncated", t);
+    }
+    return o;
+}
+
+/* The status word of a finished run. An error after a cancel's interrupt
+ * is the cancel's doing. */
+const char *tool_run_status_word(runtime_exec_t *ex)
+{
+    switch (runtime_exec_outcome(ex)) {
+    case RUNTIME_OK:
+        return "ok";
+    case RUNTIME_CANCELLED:
+        return "cancelled";
+    case RUNTIME_ERROR:
+        return runtime_exec_interrupted_ms(ex) >= 0 ? "cancelled" : "error";
+    default:
+        return "error";
+    }
+}
+
+/* Joins body and footer into the result text (a blank line between). */
+static void s_join(buf_t *text, const buf_t *body, const buf_t *footer)
+{
+    buf_append(text, body->data ? body->data : "", body->len);
+    if (body->len)
+        buf_puts(text, "\n\n");
+    buf_append(text, footer->data ? footer->data : "", footer->len);
+}
+
+static void s_end(s_follow_t *f, const char *text, bool is_error, bool detach, json_object *structured)
 {
     runtime_exec_t *ex = f->ex;
     runtime_exec_observe(ex, NULL, NULL);
     mcp_call_on_cancel(f->call, NULL, NULL);
-    mcp_call_text(f->call, text, is_error);
+    mcp_call_text_structured(f->call, text, is_error, structured);
     runtime_exec_release(ex, detach);
     s_follow_free(f);
+}
+
+/* Ends the call with body + footer; when reset, the segment handed out is
+ * forgotten (ctl wait continues from here). */
+static void s_end_parts(s_follow_t *f, const char *status, buf_t *body, buf_t *footer, bool is_error, bool detach,
+                        bool reset)
+{
+    runtime_exec_t *ex = f->ex;
+    json_object *sc = s_structured(f->ctx->assets, ex, status, buf_str(body), buf_str(footer));
+    if (reset) {
+        output_reset(runtime_exec_output(ex));
+        outitems_reset(runtime_exec_items(ex));
+    }
+    buf_t text;
+    buf_init(&text, 0);
+    s_join(&text, body, footer);
+    s_end(f, buf_str(&text), is_error, detach, sc);
+    json_object_put(sc);
+    buf_free(&text);
+    buf_free(body);
+    buf_free(footer);
 }
 
 static void s_on_done(void *ud, runtime_exec_t *ex)
 {
     s_follow_t *f = ud;
     s_flush(f);
-    buf_t b;
-    buf_init(&b, 0);
-    s_render_done(ex, &b);
-    s_end(f, buf_str(&b), runtime_exec_outcome(ex) != RUNTIME_OK, false);
-    buf_free(&b);
-}
-
-static void s_input_text(s_follow_t *f, buf_t *b)
-{
-    bool password = false;
-    const char *prompt = runtime_exec_prompt(f->ex, &password);
-    output_render(runtime_exec_output(f->ex), b);
-    output_reset(runtime_exec_output(f->ex));
-    if (b->len)
-        buf_puts(b, "\n\n");
-    buf_printf(b, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
-    buf_put_json_str(b, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
-    buf_printf(b, "\n⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\")",
-               runtime_exec_number(f->ex));
-    if (f->elicit_note) {
-        buf_putc(b, '\n');
-        buf_puts(b, f->elicit_note);
-    }
+    buf_t body, footer;
+    buf_init(&body, 0);
+    buf_init(&footer, 0);
+    output_render(runtime_exec_output(ex), &body);
+    s_render_problem(ex, &body);
+    bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
+    textfmt_footer(&footer, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), runtime_exec_assets(ex));
+    s_end_parts(f, tool_run_status_word(ex), &body, &footer, !ok, false, false);
 }
 
 static void s_end_with_input(s_follow_t *f)
 {
     s_flush(f);
-    buf_t b;
-    buf_init(&b, 0);
-    s_input_text(f, &b);
-    s_end(f, buf_str(&b), false, true);
-    buf_free(&b);
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(f->ex, &password);
+    buf_t body, footer;
+    buf_init(&body, 0);
+    buf_init(&footer, 0);
+    output_render(runtime_exec_output(f->ex), &body);
+    buf_printf(&footer, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
+    buf_put_json_str(&footer, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
+    buf_printf(&footer, "\n⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\")",
+               runtime_exec_number(f->ex));
+    if (f->elicit_note) {
+        buf_putc(&footer, '\n');
+        buf_puts(&footer, f->elicit_note);
+    }
+    s_end_parts(f, "input_requested", &body, &footer, false, true, true);
 }
 
 /* The client's reply to elicitation/create (see mcp_response_fn: both NULL
@@ -252,6 +387,15 @@ static void s_end_input_required(s_follow_t *f, const char *prompt)
     s_follow_free(f);
 }
 
+/* Clients that hold a run's call open until the run ends: they never call
+ * ctl wait, and answer input() with run {input} on another request while
+ * the run's call stays open (they poll ctl status for waiting_for_input).
+ * Known by the clientInfo.name they send; vscode-rat is the one. */
+static bool s_holds(mcp_session_t *s)
+{
+    return strcmp(mcp_session_client_name(s), "rat-vscode") == 0;
+}
+
 static void s_on_input(void *ud, runtime_exec_t *ex)
 {
     s_follow_t *f = ud;
@@ -264,6 +408,10 @@ static void s_on_input(void *ud, runtime_exec_t *ex)
         else
             s_end_with_input(f);
         return;
+    }
+    if (s_holds(s)) {
+        s_flush(f);
+        return; /* the answer comes as run {input}; this call goes on */
     }
     /* Form elicitation must not collect secrets (MCP spec), so password
      * prompts always take the run(code="", input=...) route. */
@@ -285,22 +433,20 @@ static void s_on_wait(loop_t *loop, void *ud)
     if (mcp_call_become_task(f->call))
         return;
     runtime_exec_t *ex = f->ex;
-    buf_t b;
-    buf_init(&b, 0);
-    output_render(runtime_exec_output(ex), &b);
-    output_reset(runtime_exec_output(ex));
-    if (b.len)
-        buf_puts(&b, "\n\n");
-    if (runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED) {
-        buf_printf(&b, "⏳ queued (%zu ahead) | not started yet\n", runtime_exec_position(ex));
-        buf_puts(&b, "↳ it runs when the kernel is free: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") drops it");
+    buf_t body, footer;
+    buf_init(&body, 0);
+    buf_init(&footer, 0);
+    output_render(runtime_exec_output(ex), &body);
+    bool queued = runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED;
+    if (queued) {
+        buf_printf(&footer, "⏳ queued (%zu ahead) | not started yet\n", runtime_exec_position(ex));
+        buf_puts(&footer, "↳ it runs when the kernel is free: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") drops it");
     } else {
-        buf_printf(&b, "⏳ running %.1fs | exec #%ld\n", (double)runtime_exec_elapsed_ms(ex) / 1000.0,
+        buf_printf(&footer, "⏳ running %.1fs | exec #%ld\n", (double)runtime_exec_elapsed_ms(ex) / 1000.0,
                    runtime_exec_number(ex));
-        buf_puts(&b, "↳ still running: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") stops it");
+        buf_puts(&footer, "↳ still running: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") stops it");
     }
-    s_end(f, buf_str(&b), false, true);
-    buf_free(&b);
+    s_end_parts(f, queued ? "queued" : "running", &body, &footer, false, true, true);
 }
 
 static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
@@ -418,6 +564,8 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     double wait_s = json_object_object_get_ex(args, "wait", &v) ? json_object_get_double(v) : TOOLS_DEFAULT_WAIT_S;
     if (!isfinite(wait_s) || wait_s < 0)
         wait_s = TOOLS_DEFAULT_WAIT_S;
+    if (s_holds(mcp_call_session(call)) && wait_s == TOOLS_DEFAULT_WAIT_S)
+        wait_s = HOLD_WAIT_S;
     if (mcp_call_request_state(call)) {
         s_run_resume(ctx, call, mcp_call_request_state(call), wait_s);
         return;
@@ -429,7 +577,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         mcp_call_text(call, "run: give either code (to execute) or input (to answer a pending input()), not both", true);
         return;
     }
-    uintptr_t me = (uintptr_t)mcp_call_session(call);
+    uintptr_t me = (uintptr_t)mcp_session_serial(mcp_call_session(call));
     if (input) {
         if (waiting && runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
             /* A prompt is answered by the session whose run asked, and the
@@ -451,7 +599,13 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
             return;
         }
         if (runtime_exec_claim(cur) < 0) {
-            mcp_call_text(call, "✓ input sent (another call is following this run)", false);
+            /* The output belongs to the call that follows the run. */
+            const char *text = "✓ input sent (another call is following this run)";
+            json_object *sc = s_structured(ctx->assets, cur, "running", "", text);
+            json_object_object_add(sc, "outputs", json_object_new_array());
+            json_object_object_del(sc, "truncated");
+            mcp_call_text_structured(call, text, false, sc);
+            json_object_put(sc);
             return;
         }
         runtime_exec_t *ex = cur;
@@ -495,6 +649,22 @@ const char *tools_instructions(void)
            "status, wait.";
 }
 
+/* `input` without `code` counts as code "" (vscode-rat answers input()
+ * that way; `code` stays required in the schema, which makes it mcp2cli's
+ * positional argument). */
+static json_object *s_prepare(json_object *args)
+{
+    json_object *in = NULL, *code = NULL;
+    bool has_input = json_object_object_get_ex(args, "input", &in) && in && !json_object_is_type(in, json_type_null);
+    bool has_code = json_object_object_get_ex(args, "code", &code) && code && !json_object_is_type(code, json_type_null);
+    if (!has_input || has_code)
+        return json_object_get(args);
+    json_object *copy = NULL;
+    json_object_deep_copy(args, &copy, NULL);
+    json_object_object_add(copy, "code", json_object_new_string(""));
+    return copy;
+}
+
 void tool_run_describe(mcp_tool_t *out)
 {
     *out = (mcp_tool_t){
@@ -504,6 +674,8 @@ void tool_run_describe(mcp_tool_t *out)
                        "of the last expression, errors) with a status footer. Also answers a pending input() "
                        "prompt when called with `input` (and `code` empty).",
         .input_schema = s_schema,
+        .output_schema = tools_schema("run"),
+        .prepare = s_prepare,
         .destructive = true,
         .task_support = MCP_TASK_OPTIONAL, /* a run outliving `wait` becomes a task (doc/mcp.md) */
         .task_self = true,

@@ -21,11 +21,23 @@ typedef struct {
     runtime_t *rt;             /* borrowed */
     struct assets *assets;     /* borrowed: the asset store */
     int64_t started_ms;
+    struct tool_watch *watch;  /* owned: tool_watch_register .. tool_watch_destroy */
 } tools_ctx_t;
 
 void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx);
 void tool_ctl_register(mcp_server_t *srv, tools_ctx_t *ctx);
 void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx);
+/* Watching every run from any session (doc/tools.md#watching): the
+ * resources rat://status, rat://variables and rat://events (subscribable),
+ * and rat/event notifications for sessions subscribed to rat://events.
+ * tool_watch_destroy (safe on a ctx never registered) stops it; call it
+ * after the transports are gone and before the runtime is destroyed. */
+void tool_watch_register(mcp_server_t *srv, tools_ctx_t *ctx);
+void tool_watch_destroy(tools_ctx_t *ctx);
+/* ctl status's structuredContent as seen by session (see tool_ctl.c). */
+json_object *tool_ctl_status_json(tools_ctx_t *ctx, mcp_session_t *session);
+/* look's overview structuredContent from the current snapshot. */
+json_object *tool_look_overview_json(tools_ctx_t *ctx);
 /* resources/list and resources/read over the asset store. */
 void tool_assets_register(mcp_server_t *srv, tools_ctx_t *ctx);
 
@@ -63,6 +75,13 @@ void tools_op_finish(tools_op_t *op, const char *text, bool is_error, json_objec
  * elapses, then finishes call with the standard run text. Used by run and
  * by ctl wait. The caller must have claimed ex. */
 void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, double wait_s);
+
+/* The outputSchema of tool "run", "look" or "ctl" (src/tools/schemas.json
+ * with its shared $defs; static text), or NULL for another name. */
+const char *tools_schema(const char *tool);
+
+/* A finished run's status word: ok, error or cancelled (run's schema). */
+const char *tool_run_status_word(runtime_exec_t *ex);
 
 /* The instructions string sent at initialize. */
 const char *tools_instructions(void);

@@ -255,6 +255,19 @@ static void s_route_health(void *ud, const char *path, http_reply_t *out)
     out->len = strlen(out->body);
 }
 
+/* The page's routes (as src/app/page.c's): "/" needs the token (header or
+ * ?token=), "/static/" is open; both answer with a CSP. */
+static void s_route_page(void *ud, const char *path, http_reply_t *out)
+{
+    if (strcmp(path, "/") != 0 && strcmp(path, "/static/app.js") != 0)
+        return;
+    out->status = 200;
+    out->content_type = path[1] ? "text/javascript" : "text/html";
+    out->body = xstrdup(path[1] ? "void 0;\n" : "<!doctype html><p>page</p>\n");
+    out->len = strlen(out->body);
+    out->csp = "default-src 'none'";
+}
+
 /* Whether a descriptor of this process is the memfd named name. */
 static bool s_memfd_open(const char *name)
 {
@@ -350,6 +363,8 @@ static transport_http_t *s_transport(int cfg)
     }
     transport_http_route(s_http[cfg], "/health", s_route_health, s_http[cfg]);
     transport_http_route(s_http[cfg], "/assets/", s_route_assets, NULL);
+    transport_http_route_open(s_http[cfg], "/static/", s_route_page, NULL);
+    transport_http_route(s_http[cfg], "/", s_route_page, NULL);
     return s_http[cfg];
 }
 

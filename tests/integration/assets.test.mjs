@@ -6,6 +6,9 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { connect, run } from './lib.mjs';
 
+// The resources that are assets (rat://status, rat://variables and rat://events are listed too).
+const assetResources = async (h) => (await h.client.listResources()).resources.filter((r) => r.uri.startsWith('rat://assets/'));
+
 test('stdio clients list and read assets as resources', async () => {
   const h = await connect();
   try {
@@ -22,7 +25,7 @@ test('stdio clients list and read assets as resources', async () => {
     const m = re.exec(r.text);
     assert.ok(m, r.text);
     assert.doesNotMatch(r.text, /\[(html|image): \/assets\//);
-    const { resources } = await h.client.listResources();
+    const resources = await assetResources(h);
     assert.equal(resources.length, 2);
     assert.deepEqual(resources.map((x) => x.uri).sort(), [m[1], m[4]].sort());
     const read = await h.client.readResource({ uri: m[1] });
@@ -42,7 +45,7 @@ test('an asset over 32 MB is refused with a clear line; the run still succeeds',
     const r = await run(h, 'from IPython.display import display, HTML\ndisplay(HTML("x" * (33 * 2**20)))\nprint("after")');
     assert.equal(r.isError, false);
     assert.match(r.text, /\[text\/html of 33\.0 MB not saved: over the 32\.0 MB limit for one asset\]\nafter\n/);
-    assert.equal((await h.client.listResources()).resources.length, 0);
+    assert.equal((await assetResources(h)).length, 0);
   } finally {
     await h.close();
   }
@@ -58,7 +61,7 @@ test('past --assets-max-mb the oldest files are evicted', async () => {
     const total = files.reduce((n, f) => n + statSync(path.join(dir, f)).size, 0);
     assert.ok(total <= 1 << 20, `${total} bytes kept`);
     assert.ok(files.length >= 2 && files.length < 6, `${files.length} files kept`);
-    const { resources } = await h.client.listResources();
+    const resources = await assetResources(h);
     const newest = await h.client.readResource({ uri: resources[0].uri });
     assert.match(newest.contents[0].text, /^<p>5<\/p>/, 'the newest survives');
   } finally {

@@ -456,6 +456,8 @@ static enum MHD_Result s_handle_route(transport_http_t *self, struct MHD_Connect
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
         if (rep.sandbox)
             MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
+        else if (rep.csp)
+            MHD_add_response_header(resp, "Content-Security-Policy", rep.csp);
         return http_queue(self, c, (unsigned)rep.status, resp);
     }
     return http_error(self, c, MHD_HTTP_NOT_FOUND, -32000, "Not found");
@@ -465,7 +467,7 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
                                     const char *method, http_req_t *req)
 {
     bool refused = false;
-    enum MHD_Result rc = http_guard(self, c, &refused);
+    enum MHD_Result rc = http_guard(self, c, url, &refused);
     if (refused) {
         req->answered = true;
         return rc;
@@ -784,6 +786,15 @@ void transport_http_route(transport_http_t *self, const char *prefix, http_route
     snprintf(r->prefix, sizeof r->prefix, "%s", prefix);
     r->fn = fn;
     r->ud = ud;
+    r->open = false;
+}
+
+void transport_http_route_open(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud)
+{
+    int n = self->nroutes;
+    transport_http_route(self, prefix, fn, ud);
+    if (self->nroutes > n)
+        self->routes[n].open = true;
 }
 
 size_t transport_http_sessions(const transport_http_t *self)

@@ -50,6 +50,7 @@ typedef struct {
     int fd;                      /* file to send (closed by the transport), -1 if none */
     size_t fd_size;
     bool sandbox;                /* add Content-Security-Policy: sandbox (untrusted HTML/SVG) */
+    const char *csp;             /* a Content-Security-Policy to send (static string), NULL: none */
 } http_reply_t;
 
 /* Answers a GET under a registered prefix. path is the full request path.
@@ -65,8 +66,15 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
 void transport_http_destroy(transport_http_t **self_p);
 /* The bound port (useful with port 0). */
 int transport_http_port(const transport_http_t *self);
-/* Adds a GET route: requests whose path starts with prefix go to fn. */
+/* Adds a GET route: requests whose path starts with prefix go to fn. With a
+ * token, a GET route takes it as a bearer header or, since a browser cannot
+ * add headers to a link or an <img>, as a `token` query argument (as
+ * Jupyter does). */
 void transport_http_route(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud);
+/* The same, for files that are public and need no token (the notebook
+ * page's own scripts and styles, identical in every copy of rat-py): the
+ * Host/Origin checks still apply. */
+void transport_http_route_open(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud);
 size_t transport_http_sessions(const transport_http_t *self);
 /* Serves fd, a connected stream socket (e.g. one end of a socketpair), as a
  * client accepted on the listening socket: same limits, same handling. The

@@ -6,7 +6,9 @@
 
 static bool s_is_loopback_host(const char *h, size_t n);
 static bool s_host_ok(const char *host);
-static bool s_token_ok(const transport_http_t *self, struct MHD_Connection *c);
+static bool s_token_eq(const transport_http_t *self, const char *given);
+static bool s_token_ok(const transport_http_t *self, struct MHD_Connection *c, const char *url);
+static bool s_same_origin(const char *origin, const char *host);
 
 static bool s_is_loopback_host(const char *h, size_t n)
 {
@@ -61,32 +63,69 @@ bool http_origin_ok(const transport_http_t *self, const char *origin)
 
 /* Constant-time token check: compares hashes, so neither the content nor
  * the length of the token leaks through timing. */
-static bool s_token_ok(const transport_http_t *self, struct MHD_Connection *c)
+static bool s_token_eq(const transport_http_t *self, const char *given)
 {
-    if (!self->token)
-        return true;
-    const char *auth = http_header(c, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
-        return false;
     unsigned char a[crypto_generichash_BYTES], b[crypto_generichash_BYTES];
-    crypto_generichash(a, sizeof a, (const unsigned char *)auth + 7, strlen(auth + 7), NULL, 0);
+    crypto_generichash(a, sizeof a, (const unsigned char *)given, strlen(given), NULL, 0);
     crypto_generichash(b, sizeof b, (const unsigned char *)self->token, strlen(self->token), NULL, 0);
     return sodium_memcmp(a, b, sizeof a) == 0;
 }
 
+/* The bearer header; for a GET route (not /mcp) also a `token` query
+ * argument, which is all a browser's link or <img> can carry; an open route
+ * (public files) needs none. */
+static bool s_token_ok(const transport_http_t *self, struct MHD_Connection *c, const char *url)
+{
+    if (!self->token)
+        return true;
+    const char *auth = http_header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && s_token_eq(self, auth + 7))
+        return true;
+    if (strcmp(url, "/mcp") == 0)
+        return false;
+    const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+    if (q && s_token_eq(self, q))
+        return true;
+    for (int i = 0; i < self->nroutes; i++)
+        if (self->routes[i].open && strncmp(url, self->routes[i].prefix, strlen(self->routes[i].prefix)) == 0)
+            return true;
+    return false;
+}
+
+/* Origin "http(s)://HOST" where HOST is the request's own Host header: the
+ * page rat-py served, calling /mcp from wherever the user reached it. */
+static bool s_same_origin(const char *origin, const char *host)
+{
+    if (!host || !*host)
+        return false;
+    const char *p = strncmp(origin, "http://", 7) == 0 ? origin + 7 : strncmp(origin, "https://", 8) == 0 ? origin + 8 : NULL;
+    return p && strcmp(p, host) == 0;
+}
+
 /* Checks that apply to every request: Host/Origin (DNS rebinding), token. */
-enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, bool *refused)
+enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, bool *refused)
 {
     *refused = true;
     const char *origin = http_header(c, "Origin");
-    if (origin && !http_origin_ok(self, origin))
+    /* With a token, a same-origin request (the page rat-py served, opened
+     * under any name) is allowed too: the token stands in for the Host
+     * check. Without one, Origin and Host must both be loopback. */
+    if (origin && !http_origin_ok(self, origin) &&
+        !(self->token && s_same_origin(origin, http_header(c, MHD_HTTP_HEADER_HOST))))
         return http_error(self, c, MHD_HTTP_FORBIDDEN, -32000, "Forbidden: Origin not allowed");
     /* With a token, a browser cannot forge requests (it lacks the token), so
      * Host is only checked in the token-less loopback setup. */
     if (!self->token && !s_host_ok(http_header(c, MHD_HTTP_HEADER_HOST)))
         return http_error(self, c, MHD_HTTP_FORBIDDEN, -32000, "Forbidden: Host not allowed");
-    if (!s_token_ok(self, c)) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!s_token_ok(self, c, url)) {
+        /* A person who opened a page without the token reads why. */
+        static const char why[] = "401 Unauthorized: this server needs its token. Open the URL rat-py printed at "
+                                  "start (it ends in ?token=...), or send Authorization: Bearer TOKEN.\n";
+        bool mcp = strcmp(url, "/mcp") == 0;
+        struct MHD_Response *r = MHD_create_response_from_buffer(mcp ? 0 : sizeof why - 1, (void *)(mcp ? "" : why),
+                                                                 MHD_RESPMEM_PERSISTENT);
+        if (!mcp)
+            MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         return http_queue(self, c, MHD_HTTP_UNAUTHORIZED, r);
     }
