@@ -6,7 +6,8 @@ Usage: jc_bench.py rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | rss
        jc_bench.py serve 0 CONNECTION_FILE
 (with a connection file, it attaches to that kernel instead of starting one)
 unhook removes what rat-py leaves in a kernel it attached to (its helper's
-post_run_cell hook and the `_rat` module), so whoever follows does not pay
+post_run_cell hook, the `_rat` module and its shorter stdout/stderr
+flush_interval), so whoever follows does not pay
 the snapshot; vars makes N user variables (v0 .. vN-1) in one silent run;
 serve runs blocks on demand for the interleaved bench: each stdin line
 "N PREP" runs the Python line PREP (if not "-") and 2 warm-ups untimed,
@@ -42,7 +43,9 @@ def execute(kc, code, count_stream=False):
 
 UNHOOK = ("(lambda ip, s: (ip.events.callbacks['post_run_cell'].__setitem__(slice(None), "
           "[cb for cb in ip.events.callbacks['post_run_cell'] if not getattr(cb, '_rat_hook', False)]), "
-          "s.modules.pop('_rat', None)))(get_ipython(), __import__('sys'))")
+          "s.modules.pop('_rat', None), "
+          "[vars(o).pop('flush_interval', None) for o in (s.stdout, s.stderr) if hasattr(o, '__dict__')]))"
+          "(get_ipython(), __import__('sys'))")
 
 
 def silent(kc, code):
