@@ -100,38 +100,20 @@ def kernel_cpu_ns(pid):
     return total
 
 
-def stream_rt(cmd, pid):
-    """Runs an `rt N` contender line-buffered and samples the kernel's CPU
-    time when its first and its last timed round trip are reported: (round
-    trips in µs, kernel CPU per round trip in µs, steady state only: the
-    contender's connect and warm-up runs are outside the window)."""
-    p = subprocess.Popen(["stdbuf", "-oL"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    times, cpu = [], []
-    for line in p.stdout:
-        times.append(float(line))
-        if len(times) == 1:
-            cpu.append(kernel_cpu_ns(pid))
-    cpu.append(kernel_cpu_ns(pid))
-    err = p.stderr.read()
-    if p.wait() != 0 or len(times) < 2:
-        raise SystemExit("bench: %s failed (%d): %s" % (" ".join(cmd), p.returncode, err[-2000:]))
-    return times, (cpu[1] - cpu[0]) / 1000 / (len(times) - 1)
-
-
-def paired(rounds, args, parse=None, prep=None):
+def paired(rounds, args, parse, prep=None):
     """Runs the floor, jupyter_client and rat-py (attached with --existing)
     against one kernel per round (jupyter_client's KernelManager, the python3
-    kernelspec), the order rotated, and returns {contender: [parse(output)
-    per round]} or, for `rt N`, {contender: [(round trips, kernel CPU µs per
-    round trip) per round]}. Two fresh kernels differ by 5-20 % (memory
-    layout, which core they land on), far more than the 0.1-0.3 ms a bridge
+    kernelspec), one after the other, the order rotated, and returns
+    {contender: [parse(output) per round]} (the flood row; round trips are
+    interleaved more finely, see interleaved()). Two fresh kernels differ by
+    5-20 % (memory layout, which core they land on), far more than a bridge
     adds; on one kernel the contenders differ by what they add. A kernel
     also slows a little with every client that has come and gone, hence the
     rotation: each contender goes first, second and third equally often.
-    rat-py leaves its helper's post-run hook in a kernel it attached to;
-    it is removed after rat-py's turn (jc_bench.py unhook), so the others
-    never pay rat-py's snapshot. prep(connection_file) readies each kernel
-    first (a long session, many variables)."""
+    rat-py leaves its helper's post-run hook (and a shorter stdout flush
+    interval) in a kernel it attached to; they are removed after rat-py's
+    turn (jc_bench.py unhook), so the others never pay for them. prep(
+    connection_file) readies each kernel first."""
     from jupyter_client.manager import KernelManager
     got = {"f": [], "j": [], "r": []}
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
@@ -146,10 +128,7 @@ def paired(rounds, args, parse=None, prep=None):
                     "j": [PY, "-u", os.path.join(ROOT, "bench", "jc_bench.py")] + args + [cf],
                     "r": [MCPC] + args + ["--"] + rat("--existing", cf)}
             for c in "fjr"[k % 3:] + "fjr"[:k % 3]:
-                if args[0] == "rt":
-                    got[c].append(stream_rt(cmds[c], km.provisioner.pid))
-                else:
-                    got[c].append(parse(run(cmds[c])))
+                got[c].append(parse(run(cmds[c])))
                 if c == "r":
                     run(jc + ["unhook", "0", cf])
         finally:
