@@ -14,6 +14,7 @@ the seed makes every contender's kernel the same program.
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -161,7 +162,11 @@ def interleaved(rounds, blocks, per_block, prep=None):
     (mcpc driving `rat-py --existing`) attached to one kernel per round at
     the same time, taking turns in blocks of per_block calls (order rotated
     block by block), so that what the shared machine does to one contender
-    it does to the others within a second. Two fresh kernels differ by
+    it does to the others within a second. Between its blocks a contender
+    is stopped (SIGSTOP, all its processes): otherwise it would handle the
+    others' iopub traffic (every client subscribes to all of it) while they
+    are timed, and rat-py, which decodes it at once, would slow them more
+    than they slow it. Two fresh kernels differ by
     5-20 %, and a busy neighbour by more, far more than the 0.1-0.3 ms a
     bridge adds. Each block starts with untimed runs: the prep line (the
     helper hook in for rat-py, out for the others: they never pay rat-py's
@@ -194,6 +199,8 @@ def interleaved(rounds, blocks, per_block, prep=None):
                     p = procs[c]
                     pids = {"f": {"floor": [p.pid]}, "j": {"python": [p.pid]},
                             "r": {"rat-py": children(p.pid), "mcpc": [p.pid]}}[c]
+                    for pid in (q for ps in pids.values() for q in ps):
+                        os.kill(pid, signal.SIGCONT)
                     p.stdin.write("%d %s\n" % (per_block, preps[c]))
                     p.stdin.flush()
                     line = p.stdout.readline()
@@ -208,6 +215,8 @@ def interleaved(rounds, blocks, per_block, prep=None):
                     k1, o1 = kernel_cpu_ns(kpid), {n: proc_cpu_ns(ps) for n, ps in pids.items()}
                     if len(times) != per_block:
                         raise SystemExit("bench: %s ended early: %s" % (" ".join(cmds[c]), p.stderr))
+                    for pid in (q for ps in pids.values() for q in ps):
+                        os.kill(pid, signal.SIGSTOP)
                     bt, kc, own, calls = acc[c]
                     bt.append(times)
                     own = {n: own.get(n, 0) + o1[n] - o0[n] for n in o1}
@@ -216,6 +225,8 @@ def interleaved(rounds, blocks, per_block, prep=None):
                 got[c].append(acc[c])
         finally:
             for p in procs.values():
+                for pid in [p.pid] + children(p.pid):
+                    os.kill(pid, signal.SIGCONT)
                 p.stdin.close()
                 p.wait(timeout=60)
             km.shutdown_kernel(now=True)
