@@ -339,6 +339,14 @@ def bench_memory():
         row("flood of 3,000,000 × %s: peak / idle after" % what,
             "%.1f / %.1f MB" % (f["hwm_kb"] / 1024, f["rss_idle_kb"] / 1024), "", "", "≤ 16 / ≤ 7 MB",
             f["hwm_kb"] <= 16 * 1024 and f["rss_idle_kb"] <= 7 * 1024)
+    # The same floods with a client that reads nothing until the run is over
+    # (notifications past 4 MiB unread are dropped; the result keeps all).
+    for mode, what in (("p", "print(i)"), ("w", "sys.stdout.write")):
+        words = run([PY, os.path.join(ROOT, "bench", "slow_reader.py"), RAT, mode], timeout=3600).split()
+        f = {k: float(v) for k, v in zip(words[::2], words[1::2])}  # "key value key value ..."
+        row("the same × %s, client reading nothing until the end: peak / idle after" % what,
+            "%.1f / %.1f MB" % (f["hwm_kb"] / 1024, f["idle_rss_kb"] / 1024), "", "", "≤ 16 / ≤ 7 MB",
+            f["hwm_kb"] <= 16 * 1024 and f["idle_rss_kb"] <= 7 * 1024)
     row("notifications for %s lines (coalesced)" % "{:,}".format(lines), "%d in %.1f s" % (fl["notifications"], fl["flood_ms"] / 1000),
         "", "", "bounded", None)
 
