@@ -103,7 +103,11 @@ static void test_drained_queue_is_freed(void)
     size_t after = s_heap_in_use();
     /* Before: the queue kept up to 256 KiB of capacity (here 128 KiB). What
      * may remain is bookkeeping, far below one batch. */
-#if !defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan's allocator (freed blocks quarantined) makes the figures meaningless. */
+    (void)base;
+    (void)after;
+#else
     if (base > 0) {
         CHECK(after < base + BATCH / 2);
         if (after >= base + BATCH / 2)
