@@ -271,20 +271,23 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
     return f
 
 
+# Round trips per contender per kernel: BLOCKS × PER_BLOCK. Short blocks
+# pair the contenders more closely (each block also pays three untimed runs).
 ROUNDS = 3 if QUICK else 5
-BLOCKS = 10
+BLOCKS = 20 if QUICK else 30
+PER_BLOCK = 10
 
 
 def bench_roundtrip():
     return rt_rows("run `x = 42` round trip, interleaved on one fresh kernel",
-                   interleaved(ROUNDS, BLOCKS, 20 if QUICK else 30), 1.03, 0.9)
+                   interleaved(ROUNDS, BLOCKS, PER_BLOCK), 1.03, 0.9)
 
 
 def bench_long_session():
     """The same after 10 000 runs in the session: IPython's namespace then
     holds 10 000 more `_iN` entries (what used to make the snapshot grow)."""
     runs = 10000
-    got = interleaved(ROUNDS, BLOCKS, 20 if QUICK else 30,
+    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK,
                       prep=lambda cf: run([FLOOR, "rt", str(runs - 50), cf], timeout=3600))
     rt_rows("run `x = 42` after %s runs in the session" % "{:,}".format(runs), got, 1.03)
 
@@ -294,7 +297,7 @@ def bench_many_vars():
     user's names (counted and filtered on every run), not the session's."""
     nvars = 10000
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
-    got = interleaved(ROUNDS, BLOCKS, 20 if QUICK else 30, prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
+    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK, prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
     rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, 1.03)
 
 
