@@ -14,6 +14,7 @@ the seed makes every contender's kernel the same program.
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -100,38 +101,20 @@ def kernel_cpu_ns(pid):
     return total
 
 
-def stream_rt(cmd, pid):
-    """Runs an `rt N` contender line-buffered and samples the kernel's CPU
-    time when its first and its last timed round trip are reported: (round
-    trips in µs, kernel CPU per round trip in µs, steady state only: the
-    contender's connect and warm-up runs are outside the window)."""
-    p = subprocess.Popen(["stdbuf", "-oL"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    times, cpu = [], []
-    for line in p.stdout:
-        times.append(float(line))
-        if len(times) == 1:
-            cpu.append(kernel_cpu_ns(pid))
-    cpu.append(kernel_cpu_ns(pid))
-    err = p.stderr.read()
-    if p.wait() != 0 or len(times) < 2:
-        raise SystemExit("bench: %s failed (%d): %s" % (" ".join(cmd), p.returncode, err[-2000:]))
-    return times, (cpu[1] - cpu[0]) / 1000 / (len(times) - 1)
-
-
-def paired(rounds, args, parse=None, prep=None):
+def paired(rounds, args, parse, prep=None):
     """Runs the floor, jupyter_client and rat-py (attached with --existing)
     against one kernel per round (jupyter_client's KernelManager, the python3
-    kernelspec), the order rotated, and returns {contender: [parse(output)
-    per round]} or, for `rt N`, {contender: [(round trips, kernel CPU µs per
-    round trip) per round]}. Two fresh kernels differ by 5-20 % (memory
-    layout, which core they land on), far more than the 0.1-0.3 ms a bridge
+    kernelspec), one after the other, the order rotated, and returns
+    {contender: [parse(output) per round]} (the flood row; round trips are
+    interleaved more finely, see interleaved()). Two fresh kernels differ by
+    5-20 % (memory layout, which core they land on), far more than a bridge
     adds; on one kernel the contenders differ by what they add. A kernel
     also slows a little with every client that has come and gone, hence the
     rotation: each contender goes first, second and third equally often.
-    rat-py leaves its helper's post-run hook in a kernel it attached to;
-    it is removed after rat-py's turn (jc_bench.py unhook), so the others
-    never pay rat-py's snapshot. prep(connection_file) readies each kernel
-    first (a long session, many variables)."""
+    rat-py leaves its helper's post-run hook (and a shorter stdout flush
+    interval) in a kernel it attached to; they are removed after rat-py's
+    turn (jc_bench.py unhook), so the others never pay for them. prep(
+    connection_file) readies each kernel first."""
     from jupyter_client.manager import KernelManager
     got = {"f": [], "j": [], "r": []}
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
@@ -146,10 +129,7 @@ def paired(rounds, args, parse=None, prep=None):
                     "j": [PY, "-u", os.path.join(ROOT, "bench", "jc_bench.py")] + args + [cf],
                     "r": [MCPC] + args + ["--"] + rat("--existing", cf)}
             for c in "fjr"[k % 3:] + "fjr"[:k % 3]:
-                if args[0] == "rt":
-                    got[c].append(stream_rt(cmds[c], km.provisioner.pid))
-                else:
-                    got[c].append(parse(run(cmds[c])))
+                got[c].append(parse(run(cmds[c])))
                 if c == "r":
                     run(jc + ["unhook", "0", cf])
         finally:
@@ -157,43 +137,158 @@ def paired(rounds, args, parse=None, prep=None):
     return got
 
 
+# Prep lines for the interleaved blocks (run untimed before each block):
+# rat-py's helper hook serves rat-py's runs only, so it is taken out before
+# the floor's and jupyter_client's blocks and put back before rat-py's.
+UNHOOK_ONLY = ("(lambda cbs: cbs.__setitem__(slice(None), [cb for cb in cbs if not getattr(cb, '_rat_hook', False)]))"
+               "(get_ipython().events.callbacks['post_run_cell'])")
+REHOOK = "__import__('_rat')._register()"
+
+
+def proc_cpu_ns(pids):
+    return sum(kernel_cpu_ns(p) for p in pids)
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def interleaved(rounds, blocks, per_block, prep=None):
+    """Round trips of `x = 42` with the floor, jupyter_client and rat-py
+    (mcpc driving `rat-py --existing`) attached to one kernel per round at
+    the same time, taking turns in blocks of per_block calls (order rotated
+    block by block), so that what the shared machine does to one contender
+    it does to the others within a second. Between its blocks a contender
+    is stopped (SIGSTOP, all its processes): otherwise it would handle the
+    others' iopub traffic (every client subscribes to all of it) while they
+    are timed, and rat-py, which decodes it at once, would slow them more
+    than they slow it. Two fresh kernels differ by
+    5-20 %, and a busy neighbour by more, far more than the 0.1-0.3 ms a
+    bridge adds. Each block starts with untimed runs: the prep line (the
+    helper hook in for rat-py, out for the others: they never pay rat-py's
+    snapshot) and two warm-ups, which also drain what the other clients'
+    runs left on iopub. Around each block's timed calls, the CPU time of the
+    kernel and of each contender's processes is sampled (all threads,
+    schedstat). Returns, per contender, a list per round of
+    (block times [[us]], kernel CPU ns, own CPU ns {name: ns}, calls)."""
+    from jupyter_client.manager import KernelManager
+    got = {"f": [], "j": [], "r": []}
+    for k in range(rounds):
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel()
+        procs = {}
+        try:
+            cf = km.connection_file
+            kpid = km.provisioner.pid
+            if prep:
+                prep(cf)
+            cmds = {"f": [FLOOR, "serve", "0", cf],
+                    "j": [PY, "-u", os.path.join(ROOT, "bench", "jc_bench.py"), "serve", "0", cf],
+                    "r": [MCPC, "serve", "--"] + rat("--existing", cf)}
+            preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK}
+            for c in "fjr":
+                procs[c] = subprocess.Popen(cmds[c], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                            bufsize=1)
+            acc = {c: ([], 0, {}, 0) for c in "fjr"}
+            for b in range(blocks):
+                for c in "fjr"[(k + b) % 3:] + "fjr"[:(k + b) % 3]:
+                    p = procs[c]
+                    pids = {"f": {"floor": [p.pid]}, "j": {"python": [p.pid]},
+                            "r": {"rat-py": children(p.pid), "mcpc": [p.pid]}}[c]
+                    for pid in (q for ps in pids.values() for q in ps):
+                        os.kill(pid, signal.SIGCONT)
+                    p.stdin.write("%d %s\n" % (per_block, preps[c]))
+                    p.stdin.flush()
+                    line = p.stdout.readline()
+                    while line and line.strip() != "go":
+                        line = p.stdout.readline()
+                    k0, o0 = kernel_cpu_ns(kpid), {n: proc_cpu_ns(ps) for n, ps in pids.items()}
+                    times = []
+                    for line in p.stdout:
+                        if line.strip() == "end":
+                            break
+                        times.append(float(line))
+                    k1, o1 = kernel_cpu_ns(kpid), {n: proc_cpu_ns(ps) for n, ps in pids.items()}
+                    if len(times) != per_block:
+                        raise SystemExit("bench: %s ended early: %s" % (" ".join(cmds[c]), p.stderr))
+                    for pid in (q for ps in pids.values() for q in ps):
+                        os.kill(pid, signal.SIGSTOP)
+                    bt, kc, own, calls = acc[c]
+                    bt.append(times)
+                    own = {n: own.get(n, 0) + o1[n] - o0[n] for n in o1}
+                    acc[c] = (bt, kc + k1 - k0, own, calls + per_block)
+            for c in "fjr":
+                got[c].append(acc[c])
+        finally:
+            for p in procs.values():
+                for pid in [p.pid] + children(p.pid):
+                    os.kill(pid, signal.SIGCONT)
+                p.stdin.close()
+                p.wait(timeout=60)
+            km.shutdown_kernel(now=True)
+    return got
+
+
 def rt_rows(what, got, target_ratio, jc_ratio=None):
-    """The round-trip row (paired medians) and the kernel-CPU row for `got`
-    from paired(..., ["rt", N]). Returns the floor's median in ms."""
-    r_all, f_all, j_all = ([t for ts, _ in got[c] for t in ts] for c in "rfj")
-    r_med, f_med, j_med = ([statistics.median(ts) for ts, _ in got[c]] for c in "rfj")
-    r, f, j = statistics.median(r_med) / 1000, statistics.median(f_med) / 1000, statistics.median(j_med) / 1000
-    # The targets are judged per kernel (paired), then the median is taken:
-    # medians of the three series alone would mix different kernels again.
-    added = statistics.median([a - b for a, b in zip(r_med, f_med)])
-    rf = statistics.median([a / b for a, b in zip(r_med, f_med)])
-    rj = statistics.median([a / b for a, b in zip(r_med, j_med)])
+    """The round-trip row and the CPU row for `got` from interleaved().
+    The targets are judged per kernel (round): the ratio of rat-py's median
+    to the floor's on that kernel, then the median over rounds. The spread
+    of the ratio between adjacent blocks shows how much noise was left."""
+    def med(xs):
+        return statistics.median(xs)
+    flat = {c: [[t for bt in rnd[0] for t in bt] for rnd in got[c]] for c in "rfj"}
+    r_med, f_med, j_med = ([med(ts) for ts in flat[c]] for c in "rfj")
+    r_all, f_all, j_all = ([t for ts in flat[c] for t in ts] for c in "rfj")
+    r, f, j = med(r_med) / 1000, med(f_med) / 1000, med(j_med) / 1000
+    added = med([a - b for a, b in zip(r_med, f_med)])
+    ratios = [a / b for a, b in zip(r_med, f_med)]
+    rf = med(ratios)
+    rj = med([a / b for a, b in zip(r_med, j_med)])
+    blk = sorted(med(a) / med(b) for rr, ff in zip(got["r"], got["f"]) for a, b in zip(rr[0], ff[0]))
     target = "≤ %.2f× floor" % target_ratio + (", ≤ %.1f× jc" % jc_ratio if jc_ratio else "")
     row(what + ", median (p99)",
         "%.2f ms (%.2f), %+.0f µs" % (r, pct(r_all, 0.99) / 1000, added),
         "%.2f ms (%.2f)" % (f, pct(f_all, 0.99) / 1000),
         "%.2f ms (%.2f)" % (j, pct(j_all, 0.99) / 1000),
-        "%s (paired medians): %.3f×%s" % (target, rf, ", %.2f×" % rj if jc_ratio else ""),
+        "%s: %.3f×%s (per round: %s; per block p10/p50/p90: %.2f/%.2f/%.2f, %d blocks)" % (
+            target, rf, ", %.2f× jc" % rj if jc_ratio else "", " ".join("%.3f" % x for x in ratios),
+            pct(blk, 0.1), pct(blk, 0.5), pct(blk, 0.9), len(blk)),
         rf <= target_ratio and (jc_ratio is None or rj <= jc_ratio))
-    r_cpu, f_cpu, j_cpu = (statistics.median([c for _, c in got[k]]) for k in "rfj")
-    row("↳ kernel CPU per round trip (same runs)", "%.0f µs (%+.0f)" % (r_cpu, r_cpu - f_cpu), "%.0f µs" % f_cpu,
-        "%.0f µs" % j_cpu, "", None)
+
+    def cpu(c):
+        kern = med([rnd[1] / rnd[3] / 1000 for rnd in got[c]])
+        own = {n: med([rnd[2][n] / rnd[3] / 1000 for rnd in got[c]]) for n in got[c][0][2]}
+        return kern, own
+    (rk, ro), (fk, fo), (jk, jo) = cpu("r"), cpu("f"), cpu("j")
+    row("↳ CPU per round trip (same runs): kernel; the client's own processes",
+        "kernel %.0f µs (%+.0f); rat-py %.0f µs, mcpc %.0f µs" % (rk, rk - fk, ro["rat-py"], ro["mcpc"]),
+        "kernel %.0f µs; floor %.0f µs" % (fk, fo["floor"]), "kernel %.0f µs; python %.0f µs" % (jk, jo["python"]),
+        "", None)
     return f
 
 
+# Round trips per contender per kernel: BLOCKS × PER_BLOCK. Short blocks
+# pair the contenders more closely (each block also pays three untimed runs).
+ROUNDS = 3 if QUICK else 5
+BLOCKS = 20 if QUICK else 30
+PER_BLOCK = 10
+
+
 def bench_roundtrip():
-    rounds = 3 if QUICK else 9
-    n = 150 if QUICK else 300
-    return rt_rows("run `x = 42` round trip on one fresh kernel", paired(rounds, ["rt", str(n)]), 1.03, 0.9)
+    return rt_rows("run `x = 42` round trip, interleaved on one fresh kernel",
+                   interleaved(ROUNDS, BLOCKS, PER_BLOCK), 1.03, 0.9)
 
 
 def bench_long_session():
     """The same after 10 000 runs in the session: IPython's namespace then
     holds 10 000 more `_iN` entries (what used to make the snapshot grow)."""
     runs = 10000
-    rounds = 3 if QUICK else 7
-    n = 150 if QUICK else 300
-    got = paired(rounds, ["rt", str(n)], prep=lambda cf: run([FLOOR, "rt", str(runs - 50), cf], timeout=3600))
+    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK,
+                      prep=lambda cf: run([FLOOR, "rt", str(runs - 50), cf], timeout=3600))
     rt_rows("run `x = 42` after %s runs in the session" % "{:,}".format(runs), got, 1.03)
 
 
@@ -201,10 +296,8 @@ def bench_many_vars():
     """The same with 10 000 user variables: there the snapshot's cost is the
     user's names (counted and filtered on every run), not the session's."""
     nvars = 10000
-    rounds = 3 if QUICK else 7
-    n = 150 if QUICK else 300
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
-    got = paired(rounds, ["rt", str(n)], prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
+    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK, prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
     rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, 1.03)
 
 
@@ -249,6 +342,14 @@ def bench_memory():
         row("flood of 3,000,000 × %s: peak / idle after" % what,
             "%.1f / %.1f MB" % (f["hwm_kb"] / 1024, f["rss_idle_kb"] / 1024), "", "", "≤ 16 / ≤ 7 MB",
             f["hwm_kb"] <= 16 * 1024 and f["rss_idle_kb"] <= 7 * 1024)
+    # The same floods with a client that reads nothing until the run is over
+    # (notifications past 4 MiB unread are dropped; the result keeps all).
+    for mode, what in (("p", "print(i)"), ("w", "sys.stdout.write")):
+        words = run([PY, os.path.join(ROOT, "bench", "slow_reader.py"), RAT, mode], timeout=3600).split()
+        f = {k: float(v) for k, v in zip(words[::2], words[1::2])}  # "key value key value ..."
+        row("the same × %s, client reading nothing until the end: peak / idle after" % what,
+            "%.1f / %.1f MB" % (f["hwm_kb"] / 1024, f["idle_rss_kb"] / 1024), "", "", "≤ 16 / ≤ 7 MB",
+            f["hwm_kb"] <= 16 * 1024 and f["idle_rss_kb"] <= 7 * 1024)
     row("notifications for %s lines (coalesced)" % "{:,}".format(lines), "%d in %.1f s" % (fl["notifications"], fl["flood_ms"] / 1000),
         "", "", "bounded", None)
 

@@ -10,6 +10,11 @@
  *   floor rt|flood N FILE     the same against a kernel someone else
  *                             started (its connection file): the benchmark
  *                             then runs every contender on the same kernel
+ *   floor serve 0 FILE        blocks on demand, for the interleaved bench:
+ *                             each stdin line "N PREP" runs the Python line
+ *                             PREP (if not "-") and 2 warm-ups untimed, then
+ *                             "go", N round trips (us each, one per
+ *                             line), "end"; EOF ends it (see bench/bench.py)
  * It uses rat-py's own wire/connfile/kernel_proc code (the bytes on the wire
  * are the same as any client's), but none of rat-py's runtime: no helper, no
  * user_expressions, no output processing. Output: "key value" lines. */
@@ -150,7 +155,7 @@ static long s_rss_kb(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: floor boot | rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE]   (kernelspec: $FLOOR_KERNEL or python3)\n");
+        fprintf(stderr, "usage: floor boot | rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | serve 0 CONNECTION_FILE   (kernelspec: $FLOOR_KERNEL or python3)\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -255,6 +260,32 @@ int main(int argc, char **argv)
                 break;
             }
             printf("%lld\n", (long long)(loop_now_us() - a));
+        }
+    } else if (strcmp(mode, "serve") == 0) {
+        /* The warm-ups also drain what other clients' runs left on iopub
+         * since the last block (s_execute skips foreign parents). */
+        char line[4096];
+        while (rc == 0 && fgets(line, sizeof line, stdin)) {
+            char *prep = NULL;
+            long blk = strtol(line, &prep, 10);
+            prep += strspn(prep, " ");
+            prep[strcspn(prep, "\n")] = '\0';
+            if (*prep && strcmp(prep, "-") != 0)
+                s_execute(&c, prep, NULL);
+            for (int i = 0; i < 2; i++)
+                s_execute(&c, "x = 42", NULL);
+            printf("go\n"); /* the bench samples CPU times here and at "end" */
+            fflush(stdout);
+            for (long i = 0; i < blk; i++) {
+                int64_t a = loop_now_us();
+                if (s_execute(&c, "x = 42", NULL) < 0) {
+                    rc = 1;
+                    break;
+                }
+                printf("%lld\n", (long long)(loop_now_us() - a));
+            }
+            printf("end\n");
+            fflush(stdout);
         }
     } else if (strcmp(mode, "flood") == 0) {
         s_execute(&c, "x = 42", NULL);

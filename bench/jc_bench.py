@@ -3,10 +3,15 @@ python3-jupyter-client) against the same kernelspec.
 
 Usage: jc_bench.py rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | rss
        jc_bench.py unhook 0 CONNECTION_FILE | vars N CONNECTION_FILE
+       jc_bench.py serve 0 CONNECTION_FILE
 (with a connection file, it attaches to that kernel instead of starting one)
 unhook removes what rat-py leaves in a kernel it attached to (its helper's
-post_run_cell hook and the `_rat` module), so whoever follows does not pay
-the snapshot; vars makes N user variables (v0 .. vN-1) in one silent run.
+post_run_cell hook, the `_rat` module and its shorter stdout/stderr
+flush_interval), so whoever follows does not pay
+the snapshot; vars makes N user variables (v0 .. vN-1) in one silent run;
+serve runs blocks on demand for the interleaved bench: each stdin line
+"N PREP" runs the Python line PREP (if not "-") and 2 warm-ups untimed,
+then prints "go", N round trips (us each) and "end".
 """
 import statistics
 import sys
@@ -38,7 +43,9 @@ def execute(kc, code, count_stream=False):
 
 UNHOOK = ("(lambda ip, s: (ip.events.callbacks['post_run_cell'].__setitem__(slice(None), "
           "[cb for cb in ip.events.callbacks['post_run_cell'] if not getattr(cb, '_rat_hook', False)]), "
-          "s.modules.pop('_rat', None)))(get_ipython(), __import__('sys'))")
+          "s.modules.pop('_rat', None), "
+          "[vars(o).pop('flush_interval', None) for o in (s.stdout, s.stderr) if hasattr(o, '__dict__')]))"
+          "(get_ipython(), __import__('sys'))")
 
 
 def silent(kc, code):
@@ -75,6 +82,20 @@ def main():
                 t = time.perf_counter()
                 execute(kc, "x = 42")
                 print(int((time.perf_counter() - t) * 1e6))
+        elif mode == "serve":
+            for line in sys.stdin:
+                blk, _, prep = line.strip().partition(" ")
+                if prep and prep != "-":
+                    execute(kc, prep)
+                for _ in range(2):  # also drains other clients' iopub traffic
+                    execute(kc, "x = 42")
+                print("go", flush=True)
+                out = []
+                for _ in range(int(blk)):
+                    t = time.perf_counter()
+                    execute(kc, "x = 42")
+                    out.append(str(int((time.perf_counter() - t) * 1e6)))
+                print("\n".join(out + ["end"]), flush=True)
         elif mode == "unhook":
             silent(kc, UNHOOK)
         elif mode == "vars":

@@ -7,6 +7,9 @@
  *   init        spawn -> initialize answered, ms
  *   first       spawn -> first run result, ms
  *   rt N        N run round trips of `x = 42` after 50 warm-ups, us each
+ *   serve       blocks on demand, for the interleaved bench: each stdin
+ *               line "N PREP" runs the Python line PREP (if not "-") and 2
+ *               warm-ups, then "go", N timed round trips (us each), "end"
  *   ping N      N JSON-RPC pings (the pipes and rat-py's MCP path, no
  *               kernel), us each
  *   flood N     `for i in range(N): print(i)`: ms, notifications, rat-py RSS
@@ -185,6 +188,36 @@ int main(int argc, char **argv)
             double a = s_now_ms();
             s_call("run", "{\"code\":\"x = 42\"}");
             printf("%.0f\n", (s_now_ms() - a) * 1000.0);
+        }
+    } else if (strcmp(mode, "serve") == 0) {
+        char line[4096];
+        while (fgets(line, sizeof line, stdin)) {
+            char *prep = NULL;
+            long blk = strtol(line, &prep, 10);
+            prep += strspn(prep, " ");
+            prep[strcspn(prep, "\n")] = '\0';
+            if (*prep && strcmp(prep, "-") != 0) {
+                /* {"code":PREP} with PREP JSON-escaped (quotes, backslashes). */
+                char args[9000], *o = args + sprintf(args, "{\"code\":\"");
+                for (const char *p = prep; *p; p++) {
+                    if (*p == '"' || *p == '\\')
+                        *o++ = '\\';
+                    *o++ = *p;
+                }
+                strcpy(o, "\"}");
+                s_check(s_call("run", args), "prep");
+            }
+            for (int i = 0; i < 2; i++)
+                s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+            printf("go\n"); /* the bench samples CPU times here and at "end" */
+            fflush(stdout);
+            for (long i = 0; i < blk; i++) {
+                double a = s_now_ms();
+                s_call("run", "{\"code\":\"x = 42\"}");
+                printf("%.0f\n", (s_now_ms() - a) * 1000.0);
+            }
+            printf("end\n");
+            fflush(stdout);
         }
     } else if (strcmp(mode, "ping") == 0) {
         for (long i = -50; i < n; i++) {

@@ -90,9 +90,22 @@ test('a print flood is coalesced: far fewer notifications than prints, and nothi
 // Issue 14 item 4: a flood's output arrives whole (the spill file holds every
 // line, checked by checksum) and rat-py's memory stays bounded while it
 // streams: a stream message is never held whole more than once (wire.h).
-// sys.stdout.write makes the biggest messages (ipykernel flushes every 0.2 s).
-const RSS_BOUND_KB = 24 * 1024; // measured: 14-17 MB; was 33-39 MB before
+// sys.stdout.write makes the biggest messages: ipykernel sends what was
+// written in its flush_interval as one message; rat-py's helper shortens it
+// from 0.2 to 0.05 s, so one message is ~1.5 MB instead of 5-7 MB.
+const RSS_BOUND_KB = 16 * 1024; // the issue's target; measured 9-11 MB (14-17 with 0.2 s; 33-39 MB before wire.h)
 const measured = !WRAPPED && !process.env.RAT_PY_SANITIZED;
+
+test('the helper makes ipykernel send stdout and stderr every 50 ms, not 0.2 s (smaller flood messages)', async () => {
+  const h = await connect();
+  try {
+    const r = await run(h, 'import sys\nprint(sys.stdout.flush_interval, sys.stderr.flush_interval)');
+    assert.ok(!r.isError, r.text);
+    assert.match(r.text, /^0\.05 0\.05$/m);
+  } finally {
+    await h.close();
+  }
+});
 
 function peakKb(pid) {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -19,6 +19,9 @@
 #define OUT_DROP_NOTIFY (4u << 20)
 /* Past this much, we stop reading requests until the client catches up. */
 #define OUT_PAUSE_READ (16u << 20)
+/* Queue capacity kept once drained: most responses fit; a run's output
+ * batches (up to 64 KiB of text, ~130 KiB as JSON) do not stay resident. */
+#define OUT_KEEP_CAP (32u << 10)
 /* After stdin's EOF, the longest we wait for calls in flight: no call may
  * legitimately take longer (a run's wait is at most 3600 s); past it, a call
  * that never ends (a stuck kernel) must not keep rat-py and its kernel alive
@@ -69,9 +72,10 @@ static void s_write_some(transport_stdio_t *self)
         break;
     }
     if (self->out_off == self->out.len) {
-        if (self->out.cap > (256u << 10)) {
-            /* A slow reader made the queue big: give the memory back now it
-             * is drained (an idle rat-py stays small after a flood). */
+        if (self->out.cap > OUT_KEEP_CAP) {
+            /* A slow reader or a streamed batch made the queue big: give the
+             * memory back now it is drained (an idle rat-py stays small
+             * after a flood). */
             size_t max = self->out.max;
             buf_free(&self->out);
             buf_init(&self->out, max);
