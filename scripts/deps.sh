@@ -30,6 +30,28 @@ rat_need_node() {
         rat_apt_install nodejs npm
     fi
 }
+
+# The test tools pinned in tests/package-lock.json, into tests/node_modules.
+# `npm ci` refuses this lock: Inspector 2 pulls in vite, whose Windows-only
+# optional dependency napi-windows-process-start-time the npm registry here
+# does not serve (404), so the lock cannot name it and npm ci calls it out of
+# sync. Then `npm install`, which installs exactly the locked versions too;
+# the lock must come out unchanged, or we stop.
+rat_npm_tests() {
+    (cd tests && npm ci --no-audit --no-fund --loglevel=error 2>/dev/null) && return 0
+    echo "npm ci refused tests/package-lock.json (an optional package the registry lacks); npm install of the same lock"
+    local saved
+    saved=$(mktemp)
+    cp tests/package-lock.json "$saved"
+    (cd tests && npm install --no-audit --no-fund --loglevel=error) || { rm -f "$saved"; return 1; }
+    if ! cmp -s "$saved" tests/package-lock.json; then
+        cp "$saved" tests/package-lock.json
+        rm -f "$saved"
+        echo "npm install changed tests/package-lock.json: the pinned versions no longer resolve" >&2
+        return 1
+    fi
+    rm -f "$saved"
+}
 RAT_RUN_PKGS=(python3-ipykernel)
 # What scripts/test needs on top: jupyter_client for the wire interop test
 # and the fake kernel (with pyzmq), numpy/pandas for look's tests, clang with
