@@ -231,19 +231,14 @@ static kchan_t s_channel(const char *name)
 
 static void s_deliver(s_ws_t *self, const uint8_t *data, size_t len)
 {
-    json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    json_object *j = len <= WIRE_MAX_FRAME ? json_tokener_parse_ex(tok, (const char *)data, (int)len) : NULL;
-    bool whole = j && json_tokener_get_error(tok) == json_tokener_success &&
-                 json_tokener_get_parse_end(tok) == len;
-    json_tokener_free(tok);
-    const char *chname = whole ? wire_get_str(j, "channel") : NULL;
-    kchan_t ch = chname ? s_channel(chname) : KCHAN_COUNT;
+    char chname[WIRE_CHANNEL_MAX];
     wire_msg_t m;
-    if (ch == KCHAN_COUNT || wire_from_json(j, &m) != WIRE_OK) {
+    wire_err_t e = wire_from_json_text((const char *)data, len, chname, &m);
+    kchan_t ch = e == WIRE_OK ? s_channel(chname) : KCHAN_COUNT;
+    if (ch == KCHAN_COUNT) {
         self->stats.dropped++;
         log_warn("dropped a WebSocket message that is not a Jupyter message (%zu bytes)", len);
-        json_object_put(j);
+        wire_msg_free(&m);
         return;
     }
     self->stats.received++;
@@ -251,8 +246,7 @@ static void s_deliver(s_ws_t *self, const uint8_t *data, size_t len)
     self->base.on_msg(self->base.ud, ch, &m);
     /* We go on after on_msg: owners never destroy a connection inside its
      * handlers (kernel_conn.h). */
-    wire_msg_free(&m);
-    json_object_put(j);
+    wire_msg_free(&m); /* before data, whose stream text it borrows, goes */
 }
 
 static void s_wslay_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *ud)

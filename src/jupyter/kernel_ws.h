@@ -4,8 +4,9 @@
  *
  * The server signs toward the kernel, so messages here carry no signature:
  * each frame is parsed (strict JSON, valid UTF-8, at most WIRE_MAX_FRAME
- * bytes), checked for the message's parts (wire_from_json) and handed up as
- * the same wire_msg_t kernel_zmq hands up; anything else is counted as
+ * bytes), checked for the message's parts (wire_from_json_text: a stream's
+ * text stays in the frame, as kernel_zmq leaves it) and handed up as the
+ * same wire_msg_t kernel_zmq hands up; anything else is counted as
  * dropped. Framing is libwslay's (loaded at run time, gw_dl.h) over a
  * non-blocking TCP socket on the loop (for https, libcurl's TLS connection
  * on that socket: CONNECT_ONLY, then curl_easy_send/recv); the HTTP upgrade

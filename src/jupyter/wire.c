@@ -492,6 +492,168 @@ wire_err_t wire_from_json(json_object *msg, wire_msg_t *out)
     return WIRE_OK;
 }
 
+/* The end of the JSON value at p, or NULL: strings as s_scan_str checks
+ * them, objects and arrays by depth (skipping their strings), scalars up to
+ * a delimiter. It only finds the extent; json-c or s_lazy_stream then
+ * checks the value itself. */
+static const char *s_skip_value(const char *p, const char *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"') {
+        const char *e = s_scan_str(p + 1, end);
+        return e ? e + 1 : NULL;
+    }
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        while (p < end) {
+            char c = *p;
+            if (c == '"') {
+                const char *e = s_scan_str(p + 1, end);
+                if (!e)
+                    return NULL;
+                p = e + 1;
+                continue;
+            }
+            if (c == '{' || c == '[') {
+                if (++depth > JSON_TOKENER_DEFAULT_DEPTH)
+                    return NULL;
+            } else if ((c == '}' || c == ']') && --depth == 0) {
+                return p + 1;
+            }
+            p++;
+        }
+        return NULL;
+    }
+    while (p < end && !s_is_ws(*p) && *p != ',' && *p != '}' && *p != ']')
+        p++;
+    return p;
+}
+
+/* Where the top-level "content" value is in text, when text is one object
+ * with exactly one such member; false otherwise (the caller then parses
+ * the whole text). */
+static bool s_find_content(const char *text, size_t len, const char **cs, const char **ce)
+{
+    const char *p = text, *end = text + len;
+    *cs = *ce = NULL;
+    while (p < end && s_is_ws(*p))
+        p++;
+    if (p == end || *p++ != '{')
+        return false;
+    for (bool first = true;; first = false) {
+        while (p < end && s_is_ws(*p))
+            p++;
+        if (p == end)
+            return false;
+        if (*p == '}' && first)
+            return false;
+        if (*p != '"')
+            return false;
+        const char *k = p + 1, *ke = s_scan_str(k, end);
+        /* An escaped key might spell "content" too: json-c decides. */
+        if (!ke || memchr(k, '\\', (size_t)(ke - k)))
+            return false;
+        p = ke + 1;
+        while (p < end && s_is_ws(*p))
+            p++;
+        if (p == end || *p++ != ':')
+            return false;
+        while (p < end && s_is_ws(*p))
+            p++;
+        const char *v = p, *ve = s_skip_value(p, end);
+        if (!ve || ve == v)
+            return false;
+        if (ke - k == 7 && memcmp(k, "content", 7) == 0) {
+            if (*cs)
+                return false; /* repeated: json-c's rule (the last wins) applies */
+            *cs = v;
+            *ce = ve;
+        }
+        p = ve;
+        while (p < end && s_is_ws(*p))
+            p++;
+        if (p == end)
+            return false;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p++ != '}')
+            return false;
+        break;
+    }
+    while (p < end && s_is_ws(*p)) /* json-c takes whitespace after the value */
+        p++;
+    return p == end && *cs;
+}
+
+wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_CHANNEL_MAX], wire_msg_t *out)
+{
+    memset(out, 0, sizeof *out);
+    channel[0] = '\0';
+    if (len > WIRE_MAX_FRAME)
+        return WIRE_ERR_SIZE;
+    json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    const char *cs = NULL, *ce = NULL;
+    json_object *shell = NULL, *content = NULL;
+    if (s_find_content(text, len, &cs, &ce)) {
+        /* Everything but the content, which may be megabytes of output. */
+        size_t head = (size_t)(cs - text), tail = (size_t)(text + len - ce);
+        char *sh = xmalloc(head + 2 + tail);
+        memcpy(sh, text, head);
+        memcpy(sh + head, "{}", 2);
+        memcpy(sh + head + 2, ce, tail);
+        shell = s_parse_obj(tok, sh, head + 2 + tail);
+        free(sh);
+    } else {
+        cs = NULL;
+        shell = s_parse_obj(tok, text, len);
+    }
+    json_object *h = NULL, *par = NULL, *c = NULL;
+    wire_err_t rc = WIRE_ERR_JSON;
+    if (!shell || !json_object_object_get_ex(shell, "header", &h) || !json_object_is_type(h, json_type_object) ||
+        !json_object_object_get_ex(shell, "parent_header", &par) || !json_object_is_type(par, json_type_object))
+        goto out;
+    const char *t = wire_get_str(h, "msg_type");
+    if (cs) {
+        if (t && strcmp(t, "stream") == 0 && s_lazy_stream(cs, (size_t)(ce - cs), out)) {
+            content = out->content;
+        } else {
+            /* One level less: in the whole text the content is nested in
+             * the message, and json-c's depth limit counts from the top. */
+            json_tokener *ctok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH - 1);
+            json_tokener_set_flags(ctok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+            content = s_parse_obj(ctok, cs, (size_t)(ce - cs));
+            json_tokener_free(ctok);
+        }
+    } else if (json_object_object_get_ex(shell, "content", &c) && json_object_is_type(c, json_type_object)) {
+        content = json_object_get(c);
+    }
+    if (!content)
+        goto out;
+    const char *ch = wire_get_str(shell, "channel");
+    if (ch && strlen(ch) < WIRE_CHANNEL_MAX)
+        memcpy(channel, ch, strlen(ch) + 1);
+    out->header = json_object_get(h);
+    out->parent = json_object_get(par);
+    out->content = content;
+    out->msg_type = t ? t : "";
+    const char *id = wire_get_str(h, "msg_id");
+    out->msg_id = id ? id : "";
+    out->parent_id = wire_get_str(par, "msg_id");
+    rc = WIRE_OK;
+out:
+    json_tokener_free(tok);
+    json_object_put(shell); /* header and parent live on by their references */
+    if (rc != WIRE_OK) {
+        json_object_put(content);
+        memset(out, 0, sizeof *out);
+    }
+    return rc;
+}
+
 /* ------------------------------------------------------------------ encode */
 
 void wire_new_id(char out[WIRE_ID_LEN + 1])

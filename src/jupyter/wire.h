@@ -108,6 +108,18 @@ void wire_msg_free(wire_msg_t *m);
  * wire_decode's after the signature: header, parent_header and content must
  * be objects. On failure *out is zeroed. */
 wire_err_t wire_from_json(json_object *msg, wire_msg_t *out);
+/* The same from the message's JSON text (one WebSocket frame, untrusted).
+ * Accepts exactly what parsing the whole text with json-c (STRICT,
+ * VALIDATE_UTF8, its default depth; whitespace only around the object) and
+ * then wire_from_json would; more than WIRE_MAX_FRAME bytes is
+ * WIRE_ERR_SIZE. A stream message's "text", once checked (strict escapes,
+ * valid UTF-8), is left in text as wire_decode leaves it in its frame: text
+ * must outlive the message; read it with wire_stream_next. So a flood's
+ * megabytes are not copied into json-c. Its "channel" string, when shorter
+ * than WIRE_CHANNEL_MAX, is copied to channel ("" otherwise, and on
+ * failure, when *out is zeroed). */
+#define WIRE_CHANNEL_MAX 16
+wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_CHANNEL_MAX], wire_msg_t *out);
 
 /* An outgoing message: the four signed JSON parts live in one buffer. */
 typedef struct {

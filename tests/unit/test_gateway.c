@@ -1,6 +1,6 @@
 /* Unit tests: what the gateway path takes from outside before anything
  * trusts it: the --gateway URL (gateway_new), the server's error bodies
- * (gateway_http_error), and WebSocket messages (wire_from_json: the
+ * (gateway_http_error), and WebSocket messages (wire_from_json and wire_from_json_text: the
  * checks that stand in for a signature on the JSON form), and kernel_ws
  * against a fake peer for what a real Jupyter Server never sends (broken
  * upgrades, frames that are not Jupyter messages, absurd lengths). The real
@@ -159,6 +159,115 @@ static void s_check_json_messages(void)
         json_object_put(j);
     }
     CHECK_EQ_INT(wire_from_json(NULL, &m), WIRE_ERR_JSON);
+}
+
+static void s_check_json_texts(void)
+{
+    char ch[WIRE_CHANNEL_MAX];
+    wire_msg_t m;
+    /* A stream message: its text stays in the frame, decoded in pieces. */
+    static const char st[] = "{\"header\": {\"msg_id\":\"a\",\"msg_type\":\"stream\"}, \"parent_header\":{\"msg_id\":\"p\"},"
+                             "\"metadata\":{},\"content\":{\"name\":\"stdout\",\"text\":\"x\\ty\\u00e9\\n\"},"
+                             "\"buffers\":[],\"channel\":\"iopub\"}";
+    CHECK_EQ_INT(wire_from_json_text(st, strlen(st), ch, &m), WIRE_OK);
+    CHECK_EQ_STR(ch, "iopub");
+    CHECK_EQ_STR(m.msg_type, "stream");
+    CHECK_EQ_STR(m.parent_id, "p");
+    CHECK(m.stream_raw != NULL && m.stream_raw > st && m.stream_raw < st + sizeof st);
+    CHECK_EQ_STR(wire_get_str(m.content, "name"), "stdout");
+    const char *t = NULL;
+    size_t len = 0;
+    CHECK(wire_stream_next(&m, &t, &len));
+    CHECK(len == 6 && memcmp(t, "x\ty\xc3\xa9\n", 6) == 0);
+    wire_msg_free(&m);
+    /* Other messages: the content parsed, nesting and all. */
+    static const char ex[] = "{\"channel\":\"shell\",\"content\":{\"status\":\"ok\",\"a\":[1,{\"b\":\"}]\\\"\"}]},"
+                             "\"header\":{\"msg_type\":\"execute_reply\"},\"parent_header\":{}}";
+    CHECK_EQ_INT(wire_from_json_text(ex, strlen(ex), ch, &m), WIRE_OK);
+    CHECK_EQ_STR(ch, "shell");
+    CHECK_EQ_STR(wire_get_str(m.content, "status"), "ok");
+    CHECK(m.stream_raw == NULL);
+    wire_msg_free(&m);
+    /* A repeated content: json-c's rule, the last one. */
+    static const char dup[] = "{\"header\":{},\"parent_header\":{},\"content\":{\"v\":\"1\"},\"content\":{\"v\":\"2\"},"
+                              "\"channel\":\"shell\"}";
+    CHECK_EQ_INT(wire_from_json_text(dup, strlen(dup), ch, &m), WIRE_OK);
+    CHECK_EQ_STR(wire_get_str(m.content, "v"), "2");
+    wire_msg_free(&m);
+    /* An escaped spelling of "content" after the plain one: json-c's rule too. */
+    static const char esc[] = "{\"header\":{},\"parent_header\":{},\"content\":{\"v\":\"1\"},"
+                              "\"\\u0063ontent\":{\"v\":\"2\"},\"channel\":\"shell\"}";
+    CHECK_EQ_INT(wire_from_json_text(esc, strlen(esc), ch, &m), WIRE_OK);
+    CHECK_EQ_STR(wire_get_str(m.content, "v"), "2");
+    wire_msg_free(&m);
+    /* Nesting around json-c's depth limit: accepted exactly when json-c
+     * accepts the whole text. */
+    for (int n = 26; n <= 36; n++) {
+        buf_t b;
+        buf_init(&b, 0);
+        buf_puts(&b, "{\"header\":{},\"parent_header\":{},\"content\":{\"a\":");
+        for (int i = 0; i < n; i++)
+            buf_putc(&b, '[');
+        buf_putc(&b, '1');
+        for (int i = 0; i < n; i++)
+            buf_putc(&b, ']');
+        buf_puts(&b, "},\"channel\":\"shell\"}");
+        json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        json_object *whole = json_tokener_parse_ex(tok, b.data, (int)b.len);
+        bool want = whole && json_tokener_get_error(tok) == json_tokener_success;
+        json_object_put(whole);
+        json_tokener_free(tok);
+        wire_err_t e = wire_from_json_text(b.data, b.len, ch, &m);
+        if ((e == WIRE_OK) != want)
+            fprintf(stderr, "depth %d: json-c %s, wire_from_json_text %s\n", n, want ? "accepts" : "refuses",
+                    e == WIRE_OK ? "accepts" : "refuses");
+        CHECK((e == WIRE_OK) == want);
+        wire_msg_free(&m);
+        buf_free(&b);
+    }
+    /* Refused: *out zeroed, nothing leaks (ASan). */
+    static const char *const bad[] = {
+        "{\"header\":{},\"parent_header\":{},\"content\":{}} x",                /* after the object */
+        "{\"header\":{},\"parent_header\":{},\"content\":\"x\"}",            /* content not an object */
+        "{\"header\":{\"msg_type\":\"stream\"},\"parent_header\":{},\"content\":{\"text\":\"\xc3\"}}", /* bad UTF-8 */
+        "{\"header\":{\"x\":\"\xff\"},\"parent_header\":{},\"content\":{}}", /* bad UTF-8 outside */
+        "{\"header\":{},\"parent_header\":{},\"content\":{\"a\":[[[[",       /* unterminated */
+        "{\"header\":{},\"content\":{}}",                                       /* no parent */
+        "{\"header\":{},\"parent_header\":{},\"content\":{\"a\":tru}}",       /* not JSON */
+        "{\"header\":{},\"parent_header\":{},\"content\":{},}",               /* trailing comma */
+        "", "{", "[]", "{}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&m, 0x5a, sizeof m);
+        wire_err_t e = wire_from_json_text(bad[i], strlen(bad[i]), ch, &m);
+        if (e == WIRE_OK)
+            fprintf(stderr, "accepted bad message %zu: %s\n", i, bad[i]);
+        CHECK(e != WIRE_OK);
+        CHECK(m.header == NULL && m.content == NULL && m.stream_raw == NULL);
+    }
+    /* 200 levels of nesting in content: refused (json-c's depth), no stack blow-up. */
+    buf_t deep;
+    buf_init(&deep, 0);
+    buf_puts(&deep, "{\"header\":{},\"parent_header\":{},\"content\":{\"a\":");
+    for (int i = 0; i < 200; i++)
+        buf_putc(&deep, '[');
+    for (int i = 0; i < 200; i++)
+        buf_putc(&deep, ']');
+    buf_puts(&deep, "}}");
+    CHECK(wire_from_json_text(deep.data, deep.len, ch, &m) != WIRE_OK);
+    buf_free(&deep);
+    /* Whitespace around the object, as JSON allows. */
+    static const char ws[] = " \n{\"header\":{\"msg_type\":\"stream\"},\"parent_header\":{},\"content\":{\"text\":\"t\"},"
+                             "\"channel\":\"iopub\"}\r\n ";
+    CHECK_EQ_INT(wire_from_json_text(ws, strlen(ws), ch, &m), WIRE_OK);
+    CHECK(m.stream_raw != NULL);
+    wire_msg_free(&m);
+    /* A channel name longer than the buffer: "" (not a channel). */
+    static const char lc[] = "{\"header\":{},\"parent_header\":{},\"content\":{},\"channel\":\"iopubiopubiopubiopub\"}";
+    CHECK_EQ_INT(wire_from_json_text(lc, strlen(lc), ch, &m), WIRE_OK);
+    CHECK_EQ_STR(ch, "");
+    wire_msg_free(&m);
 }
 
 /* ------------------------------------------------ kernel_ws, a fake peer */
@@ -410,6 +519,7 @@ int main(void)
     RUN_CASE(s_check_urls);
     RUN_CASE(s_check_errors);
     RUN_CASE(s_check_json_messages);
+    RUN_CASE(s_check_json_texts);
     RUN_CASE(s_check_ws_peer);
     return check_report("test_gateway");
 }
