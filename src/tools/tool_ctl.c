@@ -308,9 +308,12 @@ json_object *tool_ctl_status_json(tools_ctx_t *ctx, mcp_session_t *session)
     return o;
 }
 
-/* ctl status's result. While an input() waits, a first text item reads
- * `waiting_for_input` (what vscode-rat polls for on the first line; the
- * seed's status text follows unchanged as the second item). */
+/* ctl status's result. While an input() waits, a client that holds its
+ * runs' calls (tool_run_holds: vscode-rat) gets a first text item reading
+ * `waiting_for_input` (it polls for that on the first line; the seed's
+ * status text follows unchanged as the second item). Every other client
+ * gets the seed's text alone (mcp2cli prints every item), and
+ * structuredContent.waiting_for_input. */
 static void s_status_reply(tools_ctx_t *ctx, mcp_call_t *call)
 {
     buf_t b;
@@ -318,7 +321,8 @@ static void s_status_reply(tools_ctx_t *ctx, mcp_call_t *call)
     s_status(ctx, &b);
     json_object *sc = tool_ctl_status_json(ctx, mcp_call_session(call)), *w = NULL;
     json_object *res = json_object_new_object(), *content = json_object_new_array();
-    if (json_object_object_get_ex(sc, "waiting_for_input", &w) && json_object_get_boolean(w)) {
+    if (tool_run_holds(mcp_call_session(call)) && json_object_object_get_ex(sc, "waiting_for_input", &w) &&
+        json_object_get_boolean(w)) {
         json_object *item = json_object_new_object();
         json_object_object_add(item, "type", json_object_new_string("text"));
         json_object_object_add(item, "text", json_object_new_string("waiting_for_input"));

@@ -18,7 +18,7 @@
 #define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
 #define NOTIFY_MAX (64u << 10)     /* bytes of one batch; the rest is summarized */
 #define KEEPALIVE_MS 5000          /* progress while silent, for resetTimeoutOnProgress */
-#define HOLD_WAIT_S 86400.0        /* the default wait for clients that hold the call (s_holds) */
+#define HOLD_WAIT_S 86400.0        /* the default wait for clients that hold the call (tool_run_holds) */
 
 static const char s_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -387,11 +387,8 @@ static void s_end_input_required(s_follow_t *f, const char *prompt)
     s_follow_free(f);
 }
 
-/* Clients that hold a run's call open until the run ends: they never call
- * ctl wait, and answer input() with run {input} on another request while
- * the run's call stays open (they poll ctl status for waiting_for_input).
- * Known by the clientInfo.name they send; vscode-rat is the one. */
-static bool s_holds(mcp_session_t *s)
+/* See tools.h. */
+bool tool_run_holds(mcp_session_t *s)
 {
     return strcmp(mcp_session_client_name(s), "rat-vscode") == 0;
 }
@@ -409,7 +406,7 @@ static void s_on_input(void *ud, runtime_exec_t *ex)
             s_end_with_input(f);
         return;
     }
-    if (s_holds(s)) {
+    if (tool_run_holds(s)) {
         s_flush(f);
         return; /* the answer comes as run {input}; this call goes on */
     }
@@ -564,7 +561,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     double wait_s = json_object_object_get_ex(args, "wait", &v) ? json_object_get_double(v) : TOOLS_DEFAULT_WAIT_S;
     if (!isfinite(wait_s) || wait_s < 0)
         wait_s = TOOLS_DEFAULT_WAIT_S;
-    if (s_holds(mcp_call_session(call)) && wait_s == TOOLS_DEFAULT_WAIT_S)
+    if (tool_run_holds(mcp_call_session(call)) && wait_s == TOOLS_DEFAULT_WAIT_S)
         wait_s = HOLD_WAIT_S;
     if (mcp_call_request_state(call)) {
         s_run_resume(ctx, call, mcp_call_request_state(call), wait_s);

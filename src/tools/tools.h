@@ -82,6 +82,13 @@ const char *tools_schema(const char *tool);
 
 /* A finished run's status word: ok, error or cancelled (run's schema). */
 const char *tool_run_status_word(runtime_exec_t *ex);
+/* Whether the session's client holds a run's call open until the run ends:
+ * it never calls ctl wait, answers input() with run {input} on another
+ * request while the run's call stays open, and polls ctl status for a first
+ * text item `waiting_for_input`. Known by the clientInfo.name it sends;
+ * vscode-rat ("rat-vscode") is the one. Other clients get the seed's texts
+ * alone. */
+bool tool_run_holds(mcp_session_t *s);
 
 /* The instructions string sent at initialize. */
 const char *tools_instructions(void);
