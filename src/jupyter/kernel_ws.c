@@ -25,6 +25,13 @@
 #define WS_RETRY_FIRST_MS 100
 #define WS_RETRY_MAX_MS 2000
 #define WS_QUEUE_MAX 4096         /* messages kept while disconnected */
+/* Bytes kept while disconnected. The count alone would allow 4096 messages
+ * as big as a request body (4 MiB of code, TOOLS_MAX_CODE, before JSON
+ * escaping): ~16 GiB. 64 MiB is thousands of ordinary requests (hundreds of
+ * bytes to a few KiB) or about sixteen of the largest, the same budget the
+ * HTTP transport gives all the POST bodies it receives at once; a backlog
+ * past it is no blip in the link, and the caller is better told now. */
+#define WS_QUEUE_MAX_BYTES ((size_t)64 << 20)
 #define WS_SILENT_DROP_MS 20000   /* nothing received this long while pinging: reconnect */
 
 typedef enum { WS_IDLE, WS_CONNECTING, WS_HANDSHAKE, WS_OPEN, WS_GONE } ws_state_t;
@@ -46,7 +53,7 @@ typedef struct {
     uint64_t hs_timer, retry_timer, hb_timer;
     int retry_ms;
     char **queue;                 /* JSON texts waiting for the connection */
-    size_t nqueue;
+    size_t nqueue, queue_bytes;   /* how many, and their lengths summed */
     wire_auth_t auth;             /* empty key: builds unsigned parts */
     wire_out_t out;
     buf_t msg;                    /* one outgoing JSON message */
@@ -317,7 +324,7 @@ static void s_opened(s_ws_t *self)
         s_queue_frame(self, self->queue[i], strlen(self->queue[i]));
         free(self->queue[i]);
     }
-    self->nqueue = 0;
+    self->nqueue = self->queue_bytes = 0;
     if (!self->hb_ok) {
         self->hb_ok = true;
         s_event(self, KCONN_HB_OK);
@@ -554,13 +561,22 @@ static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const c
          * own callbacks, and this may be called from one (on_msg). */
         loop_watch_set(self->loop, self->watch, ZMQ_POLLIN | ZMQ_POLLOUT);
     } else {
+        /* Over either bound: refused, never dropped later. The caller sees
+         * -1 (an execute_request fails its run with "could not send the
+         * code to the kernel"); what is queued stays queued. */
         if (self->nqueue >= WS_QUEUE_MAX) {
             log_warn("%s: cannot send %s: %d messages are already waiting for the connection",
                      kernel_conn_channel_name(ch), msg_type, WS_QUEUE_MAX);
             return -1;
         }
+        if (self->msg.len > WS_QUEUE_MAX_BYTES - self->queue_bytes) {
+            log_warn("%s: cannot send %s (%zu bytes): %zu bytes are already waiting for the connection (at most %zu)",
+                     kernel_conn_channel_name(ch), msg_type, self->msg.len, self->queue_bytes, WS_QUEUE_MAX_BYTES);
+            return -1;
+        }
         self->queue = xrealloc(self->queue, (self->nqueue + 1) * sizeof *self->queue);
         self->queue[self->nqueue++] = xstrndup(self->msg.data, self->msg.len);
+        self->queue_bytes += self->msg.len;
     }
     self->stats.sent++;
     log_debug("sent %s %s id=%.8s", kernel_conn_channel_name(ch), msg_type, self->out.msg_id);

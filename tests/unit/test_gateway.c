@@ -512,6 +512,89 @@ static void s_check_ws_peer(void)
     loop_destroy(&p.loop);
 }
 
+/* A listening socket nobody accepts from: connections complete (the
+ * backlog) and then nothing answers. */
+static int s_listener(int *port)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    CHECK(bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 8) == 0 &&
+          getsockname(lfd, (struct sockaddr *)&a, &al) == 0);
+    *port = ntohs(a.sin_port);
+    return lfd;
+}
+
+/* Sends 1 MiB execute_requests while the link is down until one is refused;
+ * returns how many were taken. */
+static int s_fill_queue(kernel_conn_t *c, const char *content)
+{
+    int n = 0;
+    while (n < 100 && kernel_conn_send(c, KCHAN_SHELL, "execute_request", content, NULL, NULL) == 0)
+        n++;
+    return n;
+}
+
+/* While the WebSocket is down, sends are queued up to a count and a byte
+ * budget; past either the send is refused (-1, the caller fails the run),
+ * never taken and dropped later. */
+static void s_check_ws_queue_bounds(void)
+{
+    s_peer_t p = {.loop = loop_new()};
+    p.lfd = s_listener(&p.port);
+    char url[64], err[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", p.port);
+    gateway_opts_t go = {.url = url};
+    gateway_t *gw = gateway_new(p.loop, &go, err, sizeof err);
+    CHECK(gw != NULL);
+    s_seen_t seen = {0};
+    /* The byte budget: 64 MiB, so 63 messages of 1 MiB of code and their
+     * envelopes (~300 bytes each) fit and the 64th does not. */
+    kernel_conn_t *c = kernel_ws_new(p.loop, gw, "kid-q", s_on_msg, s_on_event, &seen, err, sizeof err);
+    size_t big = (size_t)1 << 20;
+    char *content = xmalloc(big + 32);
+    memcpy(content, "{\"code\":\"", 9);
+    memset(content + 9, 'x', big);
+    memcpy(content + 9 + big, "\"}", 3);
+    CHECK_EQ_INT(s_fill_queue(c, content), 63);
+    /* Refused by bytes, not shut: a small one still fits, and the link
+     * being down is not the kernel being gone. */
+    CHECK_EQ_INT(kernel_conn_send(c, KCHAN_SHELL, "kernel_info_request", NULL, NULL, NULL), 0);
+    CHECK_EQ_INT(kernel_conn_send(c, KCHAN_SHELL, "execute_request", content, NULL, NULL), -1);
+    kconn_stats_t st;
+    kernel_conn_stats(c, &st);
+    CHECK_EQ_INT(st.sent, 64);
+    CHECK_EQ_INT(seen.gone, 0);
+    /* The link opens: the queue goes to the socket and its budget is free
+     * again. The peer then drops the connection without reading: while
+     * kernel_ws reconnects, the budget is a whole 64 MiB again. */
+    buf_t req;
+    buf_init(&req, 0);
+    int fd = s_accept(&p, &req);
+    CHECK(fd >= 0);
+    s_send_all(fd, s_101, strlen(s_101));
+    s_pump(p.loop, 50);
+    CHECK_EQ_INT(seen.up, 1);
+    close(fd);
+    s_pump(p.loop, 50);
+    CHECK_EQ_INT(seen.lost, 1);
+    CHECK_EQ_INT(s_fill_queue(c, content), 63);
+    kernel_conn_destroy(&c); /* frees the queue (ASan) */
+    /* The count: 4096 small messages, then refused. */
+    seen = (s_seen_t){0};
+    c = kernel_ws_new(p.loop, gw, "kid-q2", s_on_msg, s_on_event, &seen, err, sizeof err);
+    int n = 0;
+    while (n < 5000 && kernel_conn_send(c, KCHAN_SHELL, "kernel_info_request", NULL, NULL, NULL) == 0)
+        n++;
+    CHECK_EQ_INT(n, 4096);
+    kernel_conn_destroy(&c);
+    free(content);
+    buf_free(&req);
+    gateway_destroy(&gw);
+    close(p.lfd);
+    loop_destroy(&p.loop);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -521,5 +604,6 @@ int main(void)
     RUN_CASE(s_check_json_messages);
     RUN_CASE(s_check_json_texts);
     RUN_CASE(s_check_ws_peer);
+    RUN_CASE(s_check_ws_queue_bounds);
     return check_report("test_gateway");
 }
