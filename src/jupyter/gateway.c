@@ -23,6 +23,7 @@ struct gateway_req {
     char errbuf[CURL_ERROR_SIZE];
     gateway_done_fn *done;
     void *ud;
+    void (*free_ud)(void *);  /* or NULL; called when done is not (see gateway.h) */
     gateway_req_t *next;
 };
 
@@ -161,6 +162,8 @@ void gateway_destroy(gateway_t **self_p)
     while (self->reqs) {
         gateway_req_t *r = self->reqs;
         self->reqs = r->next;
+        if (r->free_ud)
+            r->free_ud(r->ud);
         s_req_free(r);
     }
     if (self->loop) {
@@ -422,7 +425,15 @@ void gateway_cancel(gateway_t *self, gateway_req_t **req_p)
     for (gateway_req_t **pp = &self->reqs; *pp; pp = &(*pp)->next)
         if (*pp == r) {
             *pp = r->next;
+            if (r->free_ud)
+                r->free_ud(r->ud);
             s_req_free(r);
             return;
         }
+}
+
+void gateway_request_free_ud(gateway_req_t *req, void (*free_ud)(void *ud))
+{
+    if (req)
+        req->free_ud = free_ud;
 }

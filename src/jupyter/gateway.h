@@ -10,7 +10,14 @@
  *
  * Lifetime: a request's done callback is called once, from the loop (never
  * from inside gateway_request), unless the request was cancelled first. done
- * may start or cancel other requests; it must not destroy the gateway. */
+ * may start or cancel other requests; it must not destroy the gateway.
+ *
+ * Ownership of ud: the caller's, lent to the request. Most callers keep ud
+ * alive themselves and cancel their requests before freeing it. A request
+ * nobody tracks (fire and forget) with a heap ud gives it to the request
+ * with gateway_request_free_ud: then done frees ud if done is called, and
+ * the request frees it with free_ud if done never is (gateway_cancel, or
+ * gateway_destroy with the request still in flight). Either way, once. */
 #ifndef RAT_GATEWAY_H
 #define RAT_GATEWAY_H
 
@@ -41,12 +48,19 @@ typedef void (gateway_done_fn)(void *ud, long status, const char *body, size_t l
 /* Checks the URL and loads libcurl. loop may be NULL for synchronous use
  * only. Returns NULL with a sentence in err. */
 gateway_t *gateway_new(loop_t *loop, const gateway_opts_t *o, char *err, size_t errlen);
-/* Cancels the requests in flight (their done is not called). */
+/* Cancels the requests in flight (their done is not called; their free_ud
+ * is). */
 void gateway_destroy(gateway_t **self_p);
 
 gateway_req_t *gateway_request(gateway_t *self, const char *method, const char *path, const char *body,
                                int timeout_ms, gateway_done_fn *done, void *ud);
-/* Cancels a request: done will not be called. *req_p is NULL on return. */
+/* ud is the request's from now: free_ud(ud) runs if the request ends
+ * without calling done (cancelled, or the gateway destroyed); when done is
+ * called, done frees ud instead. Right after gateway_request, before the
+ * loop runs. */
+void gateway_request_free_ud(gateway_req_t *req, void (*free_ud)(void *ud));
+/* Cancels a request: done will not be called (free_ud is, if set). *req_p is
+ * NULL on return. */
 void gateway_cancel(gateway_t *self, gateway_req_t **req_p);
 
 /* Blocks for at most timeout_ms. Returns 0 with the status and the body

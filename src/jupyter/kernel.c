@@ -718,7 +718,9 @@ static void s_gw_restarted(void *ud, long status, const char *body, size_t len, 
 
 /* POST /api/kernels/{id}/ACTION; failures are logged (their effect, or its
  * absence, is seen on the channels: cancel and restart have their own
- * bounds). */
+ * bounds). Not tracked (the kernel may go first): the request owns `what`,
+ * freed by s_gw_action_done, or by the gateway if it cancels the request
+ * (gateway_destroy with it in flight). */
 static int s_gw_action(kernel_t *self, const char *action)
 {
     if (!self->remote_id)
@@ -732,6 +734,7 @@ static int s_gw_action(kernel_t *self, const char *action)
         free(what);
         return -1;
     }
+    gateway_request_free_ud(r, free);
     return 0;
 }
 

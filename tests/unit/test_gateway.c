@@ -595,6 +595,57 @@ static void s_check_ws_queue_bounds(void)
     loop_destroy(&p.loop);
 }
 
+static int s_done_calls, s_freed;
+
+static void s_req_done(void *ud, long status, const char *body, size_t len, const char *err)
+{
+    s_done_calls++;
+    free(ud);
+}
+
+static void s_req_free_ud(void *ud)
+{
+    s_freed++;
+    free(ud);
+}
+
+/* A request nobody tracks gives its ud to the request: freed once, by
+ * gateway_cancel or gateway_destroy when done is never called (the
+ * interrupt's description used to leak when rat-py exited with the
+ * interrupt in flight). */
+static void s_check_request_ud(void)
+{
+    loop_t *loop = loop_new();
+    int port;
+    int lfd = s_listener(&port);
+    char url[64], err[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    gateway_opts_t go = {.url = url};
+    gateway_t *gw = gateway_new(loop, &go, err, sizeof err);
+    CHECK(gw != NULL);
+    s_done_calls = s_freed = 0;
+    gateway_req_t *r1 = gateway_request(gw, "POST", "/api/kernels/k/interrupt", "{}", 30000, s_req_done,
+                                        xstrdup("interrupt 1"));
+    gateway_req_t *r2 = gateway_request(gw, "POST", "/api/kernels/k/interrupt", "{}", 30000, s_req_done,
+                                        xstrdup("interrupt 2"));
+    gateway_req_t *r3 = gateway_request(gw, "POST", "/api/kernels/k/interrupt", "{}", 30000, s_req_done,
+                                        xstrdup("interrupt 3"));
+    CHECK(r1 && r2 && r3);
+    gateway_request_free_ud(r1, s_req_free_ud);
+    gateway_request_free_ud(r2, s_req_free_ud);
+    gateway_request_free_ud(r3, s_req_free_ud);
+    for (int i = 0; i < 20; i++) /* in flight: connected, the request written, no answer */
+        loop_run_once(loop, 5);
+    gateway_cancel(gw, &r1);
+    CHECK(r1 == NULL);
+    CHECK_EQ_INT(s_freed, 1);
+    gateway_destroy(&gw);
+    CHECK_EQ_INT(s_freed, 3);
+    CHECK_EQ_INT(s_done_calls, 0);
+    close(lfd);
+    loop_destroy(&loop);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -605,5 +656,6 @@ int main(void)
     RUN_CASE(s_check_json_texts);
     RUN_CASE(s_check_ws_peer);
     RUN_CASE(s_check_ws_queue_bounds);
+    RUN_CASE(s_check_request_ud);
     return check_report("test_gateway");
 }
