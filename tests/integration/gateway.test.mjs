@@ -160,6 +160,24 @@ test('--existing ID attaches to a kernel there and leaves it running', async () 
   }
 });
 
+test('--existing ID: what is not a kernel id never reaches a URL; `_` is one (Jupyter Server\'s routes take it)', async () => {
+  const h = await connect({ args: gw(['--existing', '../../api/kernelspecs']) });
+  try {
+    const r = await run(h, 'print(1)');
+    assert.match(r.text, /--existing with --gateway takes a kernel id \(at most 64 letters, digits, '-' or '_'\), not '\.\.\/\.\.\/api\/kernelspecs'/);
+  } finally {
+    await h.close();
+  }
+  const h2 = await connect({ args: gw(['--existing', 'no_such-kernel-0-0']) });
+  try {
+    const r = await run(h2, 'print(1)');
+    assert.doesNotMatch(r.text, /takes a kernel id/);
+    assert.match(r.text, /no_such-kernel-0-0/, 'asked the server, which has no such kernel');
+  } finally {
+    await h2.close();
+  }
+});
+
 test('a kernel deleted behind rat-py\'s back is reported like a death; the next run gets a new one', async () => {
   const h = await connect({ args: gw() });
   try {
