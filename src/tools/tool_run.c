@@ -498,6 +498,19 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
         f->keepalive_timer = loop_timer(ctx->loop, KEEPALIVE_MS, s_keepalive, f);
 }
 
+/* The answer went to a run another call follows: that call gets the output,
+ * this one a run_result saying so (status running, no outputs), like every
+ * non-error result of run and ctl (their outputSchema). */
+static void s_input_sent(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex)
+{
+    const char *text = "✓ input sent (another call is following this run)";
+    json_object *sc = s_structured(ctx->assets, ex, "running", "", text);
+    json_object_object_add(sc, "outputs", json_object_new_array());
+    json_object_object_del(sc, "truncated");
+    mcp_call_text_structured(call, text, false, sc);
+    json_object_put(sc);
+}
+
 /* The retry of a run that ended input-required (2026-07-28): its sealed
  * state names the run ("input:N"); inputResponses.input is the client's
  * elicitation result. The answer goes to that run only, if it still waits. */
@@ -545,7 +558,7 @@ static void s_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *state, 
         return;
     }
     if (runtime_exec_claim(cur) < 0) {
-        mcp_call_text(call, "✓ input sent (another call is following this run)", false);
+        s_input_sent(ctx, call, cur);
         return;
     }
     tool_run_follow(ctx, call, cur, wait_s);
@@ -597,12 +610,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         }
         if (runtime_exec_claim(cur) < 0) {
             /* The output belongs to the call that follows the run. */
-            const char *text = "✓ input sent (another call is following this run)";
-            json_object *sc = s_structured(ctx->assets, cur, "running", "", text);
-            json_object_object_add(sc, "outputs", json_object_new_array());
-            json_object_object_del(sc, "truncated");
-            mcp_call_text_structured(call, text, false, sc);
-            json_object_put(sc);
+            s_input_sent(ctx, call, cur);
             return;
         }
         runtime_exec_t *ex = cur;
