@@ -367,7 +367,8 @@ static void s_on_elicit(void *ud, json_object *result, json_object *error)
 
 /* MCP 2026-07-28: the call ends with an input-required result asking for
  * the answer; the run keeps waiting. The client's retry of the same call
- * carries the answer and the sealed state naming this run (s_run_resume).
+ * (run, or ctl wait) carries the answer and the sealed state naming this
+ * run (tool_run_resume).
  * The output so far stays in the run, for the result that ends it. */
 static void s_end_input_required(s_follow_t *f, const char *prompt)
 {
@@ -511,19 +512,18 @@ static void s_input_sent(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex)
     json_object_put(sc);
 }
 
-/* The retry of a run that ended input-required (2026-07-28): its sealed
- * state names the run ("input:N"); inputResponses.input is the client's
- * elicitation result. The answer goes to that run only, if it still waits. */
-static void s_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *state, double wait_s)
+/* See tools.h. */
+void tool_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *tool, double wait_s)
 {
+    const char *state = mcp_call_request_state(call);
     char *end = NULL;
-    long number = strncmp(state, "input:", 6) == 0 ? strtol(state + 6, &end, 10) : -1;
+    long number = state && strncmp(state, "input:", 6) == 0 ? strtol(state + 6, &end, 10) : -1;
     runtime_exec_t *cur = runtime_current(ctx->rt);
     if (number < 0 || !end || *end || !cur || runtime_exec_state(cur) != RUNTIME_EXEC_INPUT ||
         runtime_exec_number(cur) != number) {
-        char *msg = xasprintf("run: the input() this answer was for is no longer waiting (exec #%ld ended or was "
+        char *msg = xasprintf("%s: the input() this answer was for is no longer waiting (exec #%ld ended or was "
                               "cancelled); run the code again",
-                              number);
+                              tool, number);
         mcp_call_text(call, msg, true);
         free(msg);
         return;
@@ -554,7 +554,9 @@ static void s_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *state, 
         return;
     }
     if (runtime_exec_answer(cur, value) < 0) {
-        mcp_call_text(call, "run: the kernel could not be reached to deliver the input", true);
+        char *msg = xasprintf("%s: the kernel could not be reached to deliver the input", tool);
+        mcp_call_text(call, msg, true);
+        free(msg);
         return;
     }
     if (runtime_exec_claim(cur) < 0) {
@@ -577,7 +579,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     if (tool_run_holds(mcp_call_session(call)) && wait_s == TOOLS_DEFAULT_WAIT_S)
         wait_s = HOLD_WAIT_S;
     if (mcp_call_request_state(call)) {
-        s_run_resume(ctx, call, mcp_call_request_state(call), wait_s);
+        tool_run_resume(ctx, call, "run", wait_s);
         return;
     }
     bool has_code = code && code[strspn(code, " \t\r\n")] != '\0';

