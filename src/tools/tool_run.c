@@ -368,8 +368,9 @@ static void s_on_elicit(void *ud, json_object *result, json_object *error)
 /* MCP 2026-07-28: the call ends with an input-required result asking for
  * the answer; the run keeps waiting. The client's retry of the same call
  * (run, or ctl wait) carries the answer and the sealed state naming this
- * run (tool_run_resume).
- * The output so far stays in the run, for the result that ends it. */
+ * prompt of this run: "input:<runtime_exec_id>:<runtime_exec_input_seq>",
+ * which no other run or prompt shares (tool_run_resume). The output so far
+ * stays in the run, for the result that ends it. */
 static void s_end_input_required(s_follow_t *f, const char *prompt)
 {
     s_flush(f);
@@ -382,7 +383,7 @@ static void s_end_input_required(s_follow_t *f, const char *prompt)
     json_object *reqs = json_object_new_object();
     json_object_object_add(reqs, "input", req);
     char state[64];
-    snprintf(state, sizeof state, "input:%ld", runtime_exec_number(ex));
+    snprintf(state, sizeof state, "input:%lu:%lu", runtime_exec_id(ex), runtime_exec_input_seq(ex));
     mcp_call_input_required(f->call, reqs, state);
     runtime_exec_release(ex, true);
     s_follow_free(f);
@@ -512,25 +513,59 @@ static void s_input_sent(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex)
     json_object_put(sc);
 }
 
+/* Parses the state s_end_input_required seals, "input:<exec id>:<prompt>".
+ * Returns false for anything else (it was sealed by this process, so only a
+ * bug makes it fail; still, nothing is assumed). */
+static bool s_parse_state(const char *state, unsigned long *id, unsigned long *seq)
+{
+    if (strncmp(state, "input:", 6) != 0 || state[6] < '0' || state[6] > '9')
+        return false;
+    char *end = NULL;
+    *id = strtoul(state + 6, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9')
+        return false;
+    *seq = strtoul(end + 1, &end, 10);
+    return *end == '\0';
+}
+
 /* See tools.h. */
 void tool_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *tool, double wait_s)
 {
     const char *state = mcp_call_request_state(call);
-    char *end = NULL;
-    long number = state && strncmp(state, "input:", 6) == 0 ? strtol(state + 6, &end, 10) : -1;
+    unsigned long id = 0, seq = 0;
     runtime_exec_t *cur = runtime_current(ctx->rt);
-    if (number < 0 || !end || *end || !cur || runtime_exec_state(cur) != RUNTIME_EXEC_INPUT ||
-        runtime_exec_number(cur) != number) {
-        char *msg = xasprintf("%s: the input() this answer was for is no longer waiting (exec #%ld ended or was "
-                              "cancelled); run the code again",
-                              tool, number);
+    if (!state || !s_parse_state(state, &id, &seq) || !cur || runtime_exec_state(cur) != RUNTIME_EXEC_INPUT ||
+        runtime_exec_id(cur) != id || runtime_exec_input_seq(cur) != seq) {
+        char *msg = xasprintf("%s: the input() this answer was for is no longer waiting (its run ended, was "
+                              "cancelled, or asks something else now); run the code again",
+                              tool);
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    uintptr_t me = (uintptr_t)mcp_session_serial(mcp_call_session(call));
+    if (runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
+        /* As run(input=...): only the session whose run asked answers. */
+        char *msg = xasprintf("%s: the input() waiting is exec #%ld's, a run of another session; only that "
+                              "session can answer it (ctl(op=\"cancel\") stops it)",
+                              tool, runtime_exec_number(cur));
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(cur, &password);
+    if (password) {
+        /* Never sealed for one (s_on_input): secrets do not go through
+         * elicitation (MCP spec). */
+        char *msg = xasprintf("%s: the input() waiting is a password prompt, which is not answered through "
+                              "elicitation: answer with run(code=\"\", input=\"...\")",
+                              tool);
         mcp_call_text(call, msg, true);
         free(msg);
         return;
     }
     json_object *responses = mcp_call_input_responses(call), *reply = NULL;
-    bool password = false;
-    const char *prompt = runtime_exec_prompt(cur, &password);
     if (!responses || !json_object_object_get_ex(responses, "input", &reply)) {
         /* The answer is missing: ask again (mrtr.mdx: re-request, not an error). */
         json_object *req = json_object_new_object();
@@ -547,7 +582,7 @@ void tool_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *tool, doubl
         char *note = tool_elicit_note(kind, why);
         char *msg = xasprintf("INPUT REQUESTED: exec #%ld still waits (%s): answer with run(code=\"\", "
                               "input=\"...\") or stop it with ctl(op=\"cancel\")",
-                              number, note ? note : "the user declined");
+                              runtime_exec_number(cur), note ? note : "the user declined");
         mcp_call_text(call, msg, true);
         free(msg);
         free(note);

@@ -78,8 +78,10 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
 
 /* The retry of a call (tool "run", or "ctl" for ctl wait) that ended with
  * an input-required result (2026-07-28): the call's verified requestState
- * names the run; the client's elicitation result is inputResponses.input.
- * The answer goes to that run only, if it still waits; then the call
+ * names the run and which of its input() prompts was asked; the client's
+ * elicitation result is inputResponses.input. The answer goes to that
+ * prompt only, if it still waits, its run belongs to the call's session
+ * (as with run(input=...)) and it is not a password prompt; then the call
  * follows the run for wait_s like run. Anything else ends the call with an
  * error result saying why (a missing answer: input-required again). Tool
  * names the tool in those errors. */
