@@ -67,12 +67,16 @@ static void s_flush(s_follow_t *f)
         if (f->skipped[s])
             buf_printf(&f->pending[s], "\n… [%zu bytes not streamed; the result keeps the output] …\n", f->skipped[s]);
         mcp_call_log(f->call, levels[s], loggers[s], f->pending[s].data, f->pending[s].len);
-        /* The same batch as rat/output {text, stream}: what vscode-rat reads
-         * (it ignores notifications/message). */
-        json_object *p = json_object_new_object();
-        json_object_object_add(p, "text", json_object_new_string_len(f->pending[s].data, (int)f->pending[s].len));
-        json_object_object_add(p, "stream", json_object_new_string(loggers[s]));
-        mcp_call_notify(f->call, "rat/output", p);
+        /* The same batch as rat/output {text, stream}, for vscode-rat alone
+         * (tool_run_holds): it ignores notifications/message. Any other
+         * client would get each batch twice, and a modern request without
+         * logLevel an SSE stream it did not ask for. */
+        if (tool_run_holds(mcp_call_session(f->call))) {
+            json_object *p = json_object_new_object();
+            json_object_object_add(p, "text", json_object_new_string_len(f->pending[s].data, (int)f->pending[s].len));
+            json_object_object_add(p, "stream", json_object_new_string(loggers[s]));
+            mcp_call_notify(f->call, "rat/output", p);
+        }
         buf_reset(&f->pending[s]);
         f->skipped[s] = 0;
         sent = true;

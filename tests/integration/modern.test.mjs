@@ -369,3 +369,27 @@ test('HTTP: a modern ctl wait that followed another session\'s run cannot answer
     await srv.stop();
   }
 });
+
+test('HTTP: a modern run with output and no logLevel gets its result alone, no notification', async () => {
+  const srv = await startHttp();
+  try {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const post = async (id, code) => {
+      const res = await fetch(srv.url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
+        params: { name: 'run', arguments: { code }, _meta: meta } }),
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'run' } });
+      const body = await res.text();
+      if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return [JSON.parse(body)];
+      return body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    };
+    await post(1, 'pass'); // the kernel is up
+    const msgs = await post(2, 'for i in range(3): print("line", i)');
+    // Nothing asked for notifications (no logLevel, no progressToken), and
+    // rat/output is vscode-rat's alone.
+    assert.deepEqual(msgs.map((m) => m.method ?? `response ${m.id}`), ['response 2']);
+    assert.match(msgs[0].result.content[0].text, /^line 0\nline 1\nline 2\n\n✓ /);
+  } finally {
+    await srv.stop();
+  }
+});
