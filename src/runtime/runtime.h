@@ -269,6 +269,11 @@ long runtime_exec_assets(const runtime_exec_t *ex);
 /* Why it failed / was cancelled (RUNTIME_FAILED, RUNTIME_CANCELLED). */
 const char *runtime_exec_why(const runtime_exec_t *ex);
 const char *runtime_exec_prompt(const runtime_exec_t *ex, bool *password);
+/* Which input() prompt of ex is (or was last) pending: 1 for its first
+ * input_request, 2 for the next, ...; 0 before any. With runtime_exec_id it
+ * names one prompt for the runtime's life (unlike runtime_exec_number, which
+ * a restart, a reset or some kernels repeat). */
+unsigned long runtime_exec_input_seq(const runtime_exec_t *ex);
 /* Answers the pending input() with value. Returns 0, or -1 if none pending. */
 int runtime_exec_answer(runtime_exec_t *ex, const char *value);
 /* Whether the kernel acknowledged ex (its busy status or execute_input came). */

@@ -210,6 +210,7 @@ void rt_exec_input(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     free(ex->prompt);
     ex->prompt = xstrdup(prompt ? prompt : "");
     ex->password = json_object_object_get_ex(m->content, "password", &pw) && json_object_get_boolean(pw);
+    ex->input_seq++;
     json_object_put(ex->input_header);
     ex->input_header = json_object_get(m->header);
     ex->state = RUNTIME_EXEC_INPUT;
@@ -448,6 +449,11 @@ const char *runtime_exec_prompt(const runtime_exec_t *ex, bool *password)
     if (password)
         *password = ex->password;
     return ex->state == RUNTIME_EXEC_INPUT ? ex->prompt : NULL;
+}
+
+unsigned long runtime_exec_input_seq(const runtime_exec_t *ex)
+{
+    return ex->input_seq;
 }
 
 int runtime_exec_answer(runtime_exec_t *ex, const char *value)

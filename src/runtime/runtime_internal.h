@@ -88,6 +88,7 @@ struct runtime_exec {
     char *why;                     /* owned */
     char *prompt;                  /* owned */
     bool password;
+    unsigned long input_seq;       /* input() prompts so far (runtime_exec_input_seq) */
     json_object *input_header;     /* owned reference */
     runtime_observer_t obs;
     void *obs_ud;

@@ -352,6 +352,17 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
     json_object *v = NULL;
     const char *op = json_object_object_get_ex(args, "op", &v) ? json_object_get_string(v) : "";
     const char *scope = json_object_object_get_ex(args, "scope", &v) ? json_object_get_string(v) : "namespace";
+    if (mcp_call_request_state(call)) {
+        /* The retry of a ctl wait that ended input-required (2026-07-28):
+         * the answer goes to the prompt it named, as run's retry does;
+         * following the run again would only ask again. */
+        if (strcmp(op, "wait") == 0)
+            tool_run_resume(ctx, call, "ctl", TOOLS_DEFAULT_WAIT_S);
+        else
+            mcp_call_text(call, "ctl: this requestState answers the input() a ctl(op=\"wait\") asked for; send it "
+                                "with op \"wait\"", true);
+        return;
+    }
     if (strcmp(op, "status") == 0) {
         s_status_reply(ctx, call);
     } else if (strcmp(op, "reset") == 0) {

@@ -67,12 +67,16 @@ static void s_flush(s_follow_t *f)
         if (f->skipped[s])
             buf_printf(&f->pending[s], "\n… [%zu bytes not streamed; the result keeps the output] …\n", f->skipped[s]);
         mcp_call_log(f->call, levels[s], loggers[s], f->pending[s].data, f->pending[s].len);
-        /* The same batch as rat/output {text, stream}: what vscode-rat reads
-         * (it ignores notifications/message). */
-        json_object *p = json_object_new_object();
-        json_object_object_add(p, "text", json_object_new_string_len(f->pending[s].data, (int)f->pending[s].len));
-        json_object_object_add(p, "stream", json_object_new_string(loggers[s]));
-        mcp_call_notify(f->call, "rat/output", p);
+        /* The same batch as rat/output {text, stream}, for vscode-rat alone
+         * (tool_run_holds): it ignores notifications/message. Any other
+         * client would get each batch twice, and a modern request without
+         * logLevel an SSE stream it did not ask for. */
+        if (tool_run_holds(mcp_call_session(f->call))) {
+            json_object *p = json_object_new_object();
+            json_object_object_add(p, "text", json_object_new_string_len(f->pending[s].data, (int)f->pending[s].len));
+            json_object_object_add(p, "stream", json_object_new_string(loggers[s]));
+            mcp_call_notify(f->call, "rat/output", p);
+        }
         buf_reset(&f->pending[s]);
         f->skipped[s] = 0;
         sent = true;
@@ -367,8 +371,10 @@ static void s_on_elicit(void *ud, json_object *result, json_object *error)
 
 /* MCP 2026-07-28: the call ends with an input-required result asking for
  * the answer; the run keeps waiting. The client's retry of the same call
- * carries the answer and the sealed state naming this run (s_run_resume).
- * The output so far stays in the run, for the result that ends it. */
+ * (run, or ctl wait) carries the answer and the sealed state naming this
+ * prompt of this run: "input:<runtime_exec_id>:<runtime_exec_input_seq>",
+ * which no other run or prompt shares (tool_run_resume). The output so far
+ * stays in the run, for the result that ends it. */
 static void s_end_input_required(s_follow_t *f, const char *prompt)
 {
     s_flush(f);
@@ -381,7 +387,7 @@ static void s_end_input_required(s_follow_t *f, const char *prompt)
     json_object *reqs = json_object_new_object();
     json_object_object_add(reqs, "input", req);
     char state[64];
-    snprintf(state, sizeof state, "input:%ld", runtime_exec_number(ex));
+    snprintf(state, sizeof state, "input:%lu:%lu", runtime_exec_id(ex), runtime_exec_input_seq(ex));
     mcp_call_input_required(f->call, reqs, state);
     runtime_exec_release(ex, true);
     s_follow_free(f);
@@ -498,26 +504,72 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
         f->keepalive_timer = loop_timer(ctx->loop, KEEPALIVE_MS, s_keepalive, f);
 }
 
-/* The retry of a run that ended input-required (2026-07-28): its sealed
- * state names the run ("input:N"); inputResponses.input is the client's
- * elicitation result. The answer goes to that run only, if it still waits. */
-static void s_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *state, double wait_s)
+/* The answer went to a run another call follows: that call gets the output,
+ * this one a run_result saying so (status running, no outputs), like every
+ * non-error result of run and ctl (their outputSchema). */
+static void s_input_sent(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex)
 {
+    const char *text = "✓ input sent (another call is following this run)";
+    json_object *sc = s_structured(ctx->assets, ex, "running", "", text);
+    json_object_object_add(sc, "outputs", json_object_new_array());
+    json_object_object_del(sc, "truncated");
+    mcp_call_text_structured(call, text, false, sc);
+    json_object_put(sc);
+}
+
+/* Parses the state s_end_input_required seals, "input:<exec id>:<prompt>".
+ * Returns false for anything else (it was sealed by this process, so only a
+ * bug makes it fail; still, nothing is assumed). */
+static bool s_parse_state(const char *state, unsigned long *id, unsigned long *seq)
+{
+    if (strncmp(state, "input:", 6) != 0 || state[6] < '0' || state[6] > '9')
+        return false;
     char *end = NULL;
-    long number = strncmp(state, "input:", 6) == 0 ? strtol(state + 6, &end, 10) : -1;
+    *id = strtoul(state + 6, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9')
+        return false;
+    *seq = strtoul(end + 1, &end, 10);
+    return *end == '\0';
+}
+
+/* See tools.h. */
+void tool_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *tool, double wait_s)
+{
+    const char *state = mcp_call_request_state(call);
+    unsigned long id = 0, seq = 0;
     runtime_exec_t *cur = runtime_current(ctx->rt);
-    if (number < 0 || !end || *end || !cur || runtime_exec_state(cur) != RUNTIME_EXEC_INPUT ||
-        runtime_exec_number(cur) != number) {
-        char *msg = xasprintf("run: the input() this answer was for is no longer waiting (exec #%ld ended or was "
-                              "cancelled); run the code again",
-                              number);
+    if (!state || !s_parse_state(state, &id, &seq) || !cur || runtime_exec_state(cur) != RUNTIME_EXEC_INPUT ||
+        runtime_exec_id(cur) != id || runtime_exec_input_seq(cur) != seq) {
+        char *msg = xasprintf("%s: the input() this answer was for is no longer waiting (its run ended, was "
+                              "cancelled, or asks something else now); run the code again",
+                              tool);
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    uintptr_t me = (uintptr_t)mcp_session_serial(mcp_call_session(call));
+    if (runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
+        /* As run(input=...): only the session whose run asked answers. */
+        char *msg = xasprintf("%s: the input() waiting is exec #%ld's, a run of another session; only that "
+                              "session can answer it (ctl(op=\"cancel\") stops it)",
+                              tool, runtime_exec_number(cur));
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    bool password = false;
+    const char *prompt = runtime_exec_prompt(cur, &password);
+    if (password) {
+        /* Never sealed for one (s_on_input): secrets do not go through
+         * elicitation (MCP spec). */
+        char *msg = xasprintf("%s: the input() waiting is a password prompt, which is not answered through "
+                              "elicitation: answer with run(code=\"\", input=\"...\")",
+                              tool);
         mcp_call_text(call, msg, true);
         free(msg);
         return;
     }
     json_object *responses = mcp_call_input_responses(call), *reply = NULL;
-    bool password = false;
-    const char *prompt = runtime_exec_prompt(cur, &password);
     if (!responses || !json_object_object_get_ex(responses, "input", &reply)) {
         /* The answer is missing: ask again (mrtr.mdx: re-request, not an error). */
         json_object *req = json_object_new_object();
@@ -534,18 +586,20 @@ static void s_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *state, 
         char *note = tool_elicit_note(kind, why);
         char *msg = xasprintf("INPUT REQUESTED: exec #%ld still waits (%s): answer with run(code=\"\", "
                               "input=\"...\") or stop it with ctl(op=\"cancel\")",
-                              number, note ? note : "the user declined");
+                              runtime_exec_number(cur), note ? note : "the user declined");
         mcp_call_text(call, msg, true);
         free(msg);
         free(note);
         return;
     }
     if (runtime_exec_answer(cur, value) < 0) {
-        mcp_call_text(call, "run: the kernel could not be reached to deliver the input", true);
+        char *msg = xasprintf("%s: the kernel could not be reached to deliver the input", tool);
+        mcp_call_text(call, msg, true);
+        free(msg);
         return;
     }
     if (runtime_exec_claim(cur) < 0) {
-        mcp_call_text(call, "✓ input sent (another call is following this run)", false);
+        s_input_sent(ctx, call, cur);
         return;
     }
     tool_run_follow(ctx, call, cur, wait_s);
@@ -564,7 +618,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
     if (tool_run_holds(mcp_call_session(call)) && wait_s == TOOLS_DEFAULT_WAIT_S)
         wait_s = HOLD_WAIT_S;
     if (mcp_call_request_state(call)) {
-        s_run_resume(ctx, call, mcp_call_request_state(call), wait_s);
+        tool_run_resume(ctx, call, "run", wait_s);
         return;
     }
     bool has_code = code && code[strspn(code, " \t\r\n")] != '\0';
@@ -597,12 +651,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         }
         if (runtime_exec_claim(cur) < 0) {
             /* The output belongs to the call that follows the run. */
-            const char *text = "✓ input sent (another call is following this run)";
-            json_object *sc = s_structured(ctx->assets, cur, "running", "", text);
-            json_object_object_add(sc, "outputs", json_object_new_array());
-            json_object_object_del(sc, "truncated");
-            mcp_call_text_structured(call, text, false, sc);
-            json_object_put(sc);
+            s_input_sent(ctx, call, cur);
             return;
         }
         runtime_exec_t *ex = cur;

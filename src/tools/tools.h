@@ -76,6 +76,17 @@ void tools_op_finish(tools_op_t *op, const char *text, bool is_error, json_objec
  * by ctl wait. The caller must have claimed ex. */
 void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, double wait_s);
 
+/* The retry of a call (tool "run", or "ctl" for ctl wait) that ended with
+ * an input-required result (2026-07-28): the call's verified requestState
+ * names the run and which of its input() prompts was asked; the client's
+ * elicitation result is inputResponses.input. The answer goes to that
+ * prompt only, if it still waits, its run belongs to the call's session
+ * (as with run(input=...)) and it is not a password prompt; then the call
+ * follows the run for wait_s like run. Anything else ends the call with an
+ * error result saying why (a missing answer: input-required again). Tool
+ * names the tool in those errors. */
+void tool_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *tool, double wait_s);
+
 /* The outputSchema of tool "run", "look" or "ctl" (src/tools/schemas.json
  * with its shared $defs; static text), or NULL for another name. */
 const char *tools_schema(const char *tool);

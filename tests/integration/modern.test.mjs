@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { ratCommand, scratch, startHttp, rawServer, ms } from './lib.mjs';
+import { ratCommand, scratch, startHttp, connectHttp, rawServer, ms } from './lib.mjs';
 
 const SDK2 = path.resolve(new URL('.', import.meta.url).pathname, '../node_modules/sdk2-client/dist');
 const { Client, StreamableHTTPClientTransport } = await import(path.join(SDK2, 'index.mjs'));
@@ -130,9 +130,75 @@ test('raw stdio: requestState is sealed; altered or replayed for another run it 
     srv.send(runReq(5, { inputResponses: answer, requestState: state }));
     const r5 = await srv.reply(5);
     assert.equal(r5.result.isError, true);
-    assert.match(r5.result.content[0].text, /is no longer waiting \(exec #1 ended or was cancelled\)/);
+    assert.match(r5.result.content[0].text, /^run: the input\(\) this answer was for is no longer waiting/);
   } finally {
     await srv.close();
+  }
+});
+
+test('raw stdio: requestState names one prompt of one run; a second input() or a restarted kernel\'s run does not take the old answer', async () => {
+  const srv = rawServer();
+  const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+  const call = (id, name, args, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call',
+    params: { name, arguments: args, _meta: meta, ...extra } });
+  const answer = (value) => ({ input: { action: 'accept', content: { value } } });
+  const two = { code: 'a = input("A: ")\nb = input("B: ")\nprint(a + b)' };
+  try {
+    srv.send(call(1, 'run', two));
+    const s1 = (await srv.reply(1)).result.requestState;
+    srv.send(call(2, 'run', two, { inputResponses: answer('x'), requestState: s1 }));
+    const r2 = (await srv.reply(2)).result;
+    assert.equal(r2.resultType, 'input_required');
+    assert.match(r2.inputRequests.input.params.message, /B: $/);
+    // The same run and exec count, another prompt: the answer to A is not B's.
+    srv.send(call(3, 'run', two, { inputResponses: answer('evil'), requestState: s1 }));
+    const r3 = (await srv.reply(3)).result;
+    assert.equal(r3.isError, true);
+    assert.match(r3.content[0].text, /^run: the input\(\) this answer was for is no longer waiting/);
+    srv.send(call(4, 'run', two, { inputResponses: answer('y'), requestState: r2.requestState }));
+    const r4 = (await srv.reply(4)).result;
+    assert.match(r4.content[0].text, /^xy\n\n✓ /);
+    assert.equal(r4.structuredContent.status, 'ok');
+    // After a restart the kernel counts from 1 again: exec #1 is another run.
+    srv.send(call(5, 'ctl', { op: 'restart' }));
+    assert.equal((await srv.reply(5, ms(60_000))).result.isError, false);
+    const one = { code: 'c = input("C: ")\nprint("c", c)' };
+    srv.send(call(6, 'run', one));
+    const r6 = (await srv.reply(6)).result;
+    assert.equal(r6.resultType, 'input_required');
+    srv.send(call(7, 'run', one, { inputResponses: answer('old'), requestState: s1 }));
+    const r7 = (await srv.reply(7)).result;
+    assert.equal(r7.isError, true);
+    assert.match(r7.content[0].text, /no longer waiting/);
+    srv.send(call(8, 'run', one, { inputResponses: answer('new'), requestState: r6.requestState }));
+    assert.match((await srv.reply(8)).result.content[0].text, /^c new\n\n✓ /);
+  } finally {
+    await srv.close();
+  }
+});
+
+test('ctl wait from a modern client: input() is answered through input-required, once', async () => {
+  const work = scratch();
+  const { command, args } = ratCommand(['--cwd', work.dir]);
+  const transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'pipe' });
+  const { client, asked } = newClient(['7']);
+  try {
+    await client.connect(transport);
+    await client.listTools(); // the SDK checks structuredContent against the outputSchema it lists
+    const opts = { timeout: ms(120_000) };
+    await client.callTool({ name: 'run', arguments: { code: 'pass' } }, undefined, opts); // the kernel is up
+    let r = await client.callTool({ name: 'run', arguments: { code: 'import time\ntime.sleep(1)\nn = input("N: ")\nprint("got", n)', wait: 0.2 } }, undefined, opts);
+    assert.match(r.content[0].text, /⏳ running/);
+    // ctl wait follows the run to input(); the retry carries the answer to it.
+    r = await client.callTool({ name: 'ctl', arguments: { op: 'wait' } }, undefined, opts);
+    assert.equal(r.isError, false, r.content[0].text);
+    assert.match(r.content[0].text, /^got 7\n\n✓ /);
+    assert.equal(r.structuredContent.status, 'ok');
+    assert.deepEqual(asked, ['The running code asks for input: N: ']);
+  } finally {
+    await client.close().catch(() => {});
+    work.cleanup();
   }
 });
 
@@ -272,6 +338,57 @@ test('tasks over HTTP (no session, Mcp-Name = taskId): the same', async () => {
   const srv = await startHttp();
   try {
     await taskRuns(requester(srv.url));
+  } finally {
+    await srv.stop();
+  }
+});
+
+test('HTTP: a modern ctl wait that followed another session\'s run cannot answer its input()', async () => {
+  const srv = await startHttp();
+  const legacy = await connectHttp(srv.url); // SDK v1, 2025-11-25, its own session
+  try {
+    const opts = { timeout: ms(60_000) };
+    await legacy.client.callTool({ name: 'run', arguments: { code: 'pass' } }, undefined, opts); // the kernel is up
+    let r = await legacy.client.callTool({ name: 'run', arguments: { code: 'import time\ntime.sleep(1)\na = input("A: ")\nprint("a", a)', wait: 0.2 } }, undefined, opts);
+    assert.match(r.content[0].text, /⏳ running/);
+    // ctl wait may follow any session's running run; at input() it ends
+    // input-required, but the prompt stays the legacy session's.
+    const rq = requester(srv.url);
+    const ctlWait = { name: 'ctl', arguments: { op: 'wait' } };
+    const first = await rq('tools/call', ctlWait, { elicitation: {} });
+    assert.equal(first.result.resultType, 'input_required', JSON.stringify(first));
+    const retry = await rq('tools/call', { ...ctlWait, requestState: first.result.requestState,
+      inputResponses: { input: { action: 'accept', content: { value: 'stolen' } } } }, { elicitation: {} });
+    assert.equal(retry.result.isError, true, JSON.stringify(retry));
+    assert.match(retry.result.content[0].text, /^ctl: the input\(\) waiting is exec #\d+'s, a run of another session/);
+    // Its own session answers it as usual.
+    r = await legacy.client.callTool({ name: 'run', arguments: { code: '', input: 'mine' } }, undefined, opts);
+    assert.match(r.content[0].text, /^a mine\n\n✓ /);
+  } finally {
+    await legacy.close();
+    await srv.stop();
+  }
+});
+
+test('HTTP: a modern run with output and no logLevel gets its result alone, no notification', async () => {
+  const srv = await startHttp();
+  try {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const post = async (id, code) => {
+      const res = await fetch(srv.url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
+        params: { name: 'run', arguments: { code }, _meta: meta } }),
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'run' } });
+      const body = await res.text();
+      if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return [JSON.parse(body)];
+      return body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    };
+    await post(1, 'pass'); // the kernel is up
+    const msgs = await post(2, 'for i in range(3): print("line", i)');
+    // Nothing asked for notifications (no logLevel, no progressToken), and
+    // rat/output is vscode-rat's alone.
+    assert.deepEqual(msgs.map((m) => m.method ?? `response ${m.id}`), ['response 2']);
+    assert.match(msgs[0].result.content[0].text, /^line 0\nline 1\nline 2\n\n✓ /);
   } finally {
     await srv.stop();
   }
