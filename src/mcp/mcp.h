@@ -232,7 +232,9 @@ void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
 /* Whether the call runs as a task (tasks extension): its result is kept for
  * tasks/get instead of sent, so a handler should not end it early with a
  * "still running" answer; tasks/cancel arrives as MCP_CANCEL_CLIENT; a task
- * that expired ends its round as MCP_CANCEL_GONE. */
+ * that expired ends its round as MCP_CANCEL_GONE. A round that asked for input (mcp_call_input_required)
+ * may be run again without inputResponses to check that the input still
+ * waits: the handler asks again if so, and finishes otherwise. */
 bool mcp_call_is_task(const mcp_call_t *call);
 /* Turns a modern tools/call in progress into a task, when the request
  * declared the tasks extension and the tool supports tasks: the client gets

@@ -45,6 +45,7 @@ typedef struct mcp_task {
     int64_t created_ms, updated_ms; /* wall clock */
     int64_t seen_ms;              /* wall clock: creation or the client's last tasks/get, update or cancel of it */
     size_t bytes;                 /* what it holds (args, result, error, inputRequests) as JSON */
+    bool probing;                 /* its round is a check that the input it waits for still waits */
     const char *status_message;   /* static, or NULL: why it ended (statusMessage) */
     json_object *result;          /* owned: completed */
     json_object *error;           /* owned: failed */

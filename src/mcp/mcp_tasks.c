@@ -17,7 +17,9 @@
  * past that it is swept at the session's next message, finished or not (a
  * round still running is ended as MCP_CANCEL_GONE). Nothing younger is
  * evicted: a new task is refused while the table is full, and a result that
- * would break the byte budget is not kept (the task fails saying so). */
+ * would break the byte budget is not kept (the task fails saying so). A
+ * task in input_required checks on tasks/get that its input still waits
+ * (s_check_input), and fails when it does not. */
 #define LOG_MODULE "mcp"
 #include <sodium.h>
 #include <stdio.h>
@@ -309,6 +311,17 @@ bool mcp_call_become_task(mcp_call_t *call)
     return true;
 }
 
+/* The first text item of a tool result, or "". */
+static const char *s_first_text(json_object *result)
+{
+    json_object *content = NULL, *item = NULL, *text = NULL;
+    if (json_object_object_get_ex(result, "content", &content) && json_object_is_type(content, json_type_array) &&
+        json_object_array_length(content) > 0 && (item = json_object_array_get_idx(content, 0)) &&
+        json_object_object_get_ex(item, "text", &text) && json_object_is_type(text, json_type_string))
+        return json_object_get_string(text);
+    return "";
+}
+
 void mcp_tasks_settle(mcp_call_t *call, json_object *result, json_object *error)
 {
     mcp_task_t *t = call->task;
@@ -316,6 +329,19 @@ void mcp_tasks_settle(mcp_call_t *call, json_object *result, json_object *error)
     mcp_server_t *srv = s->server;
     t->call = NULL;
     call->task = NULL;
+    if (t->probing && !error) {
+        /* The check found nothing waiting: the input this task asked for was
+         * answered another way, or what asked for it was cancelled or
+         * restarted. The task cannot go on. */
+        char *msg = xasprintf("The input this task asked for is no longer awaited (answered another way, cancelled, "
+                              "or restarted): %.500s",
+                              s_first_text(result));
+        error = mcp_error_object(JSONRPC_INTERNAL_ERROR, msg);
+        free(msg);
+        json_object_put(result);
+        result = NULL;
+        t->status_message = "the input it asked for is no longer awaited";
+    }
     json_object *kept = error ? error : mcp_modern_result("tools/call", result);
     s_drop_round_state(s, t);
     size_t size = s_json_size(kept);
@@ -347,13 +373,20 @@ void mcp_tasks_input(mcp_call_t *call, json_object *input_requests, const char *
     mcp_session_t *s = call->session;
     t->call = NULL;
     call->task = NULL;
+    int64_t updated = t->updated_ms;
+    if (!input_requests)
+        input_requests = json_object_new_object();
+    /* A check that finds the same request still waiting changes nothing. */
+    bool same = t->probing && t->input_requests && json_object_equal(t->input_requests, input_requests);
     json_object_put(t->input_requests);
-    t->input_requests = input_requests ? input_requests : json_object_new_object();
+    t->input_requests = input_requests;
     free(t->state);
     t->state = state ? xstrdup(state) : NULL;
     json_object_put(t->responses);
     t->responses = NULL;
     s_touch(s, t, "input_required");
+    if (same)
+        t->updated_ms = updated;
     s_account(s, t);
     mcp_call_free(call);
 }
@@ -394,11 +427,31 @@ static mcp_task_t *s_task_of(mcp_call_t *call, json_object *params)
     return t;
 }
 
+/* A task in input_required has no round: what asked for input may have
+ * moved on without it (its input answered another way, cancelled, or
+ * restarted). A round without inputResponses checks: the tool asks again
+ * (mcp_tasks_input: nothing changes) while the input still waits, and
+ * finishes otherwise (mcp_tasks_settle: the task fails saying so), as a
+ * multi-round request retried without its answers would. Only when no
+ * partial answers are gathered (a round would be given them). */
+static void s_check_input(mcp_session_t *s, mcp_task_t *t)
+{
+    if (strcmp(t->status, "input_required") != 0 || !t->state || t->responses || t->call)
+        return;
+    t->probing = true;
+    t->status = "working"; /* while the round runs */
+    s_round(s, t);
+    t->probing = false;
+    if (t->call) /* the tool went on with it: a round like any */
+        s_touch(s, t, "working");
+}
+
 static void s_get(mcp_call_t *call, json_object *params, void *ud)
 {
     mcp_task_t *t = s_task_of(call, params);
     if (!t)
         return;
+    s_check_input(call->session, t);
     json_object *res = s_envelope(t);
     if (t->result)
         json_object_object_add(res, "result", json_object_get(t->result));

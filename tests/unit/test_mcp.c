@@ -753,6 +753,61 @@ static void test_task_bytes(void)
     mcp_server_destroy(&srv);
 }
 
+/* A tool that asks for input from its first round, like run at input():
+ * while s_prompt_waits, a round without the answer asks again; once the
+ * prompt went away (answered through another request, cancelled), such a
+ * round says so. */
+static bool s_prompt_waits;
+
+static void s_ask_input_tool(mcp_call_t *call, json_object *args, void *ud)
+{
+    json_object *responses = mcp_call_input_responses(call);
+    if (mcp_call_request_state(call) && !s_prompt_waits) {
+        mcp_call_text(call, "the input() this answer was for is no longer waiting", true);
+        return;
+    }
+    if (responses) {
+        mcp_call_text(call, "answered", false);
+        return;
+    }
+    json_object *reqs = json_tokener_parse("{\"input\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Name?\"}}}");
+    mcp_call_input_required(call, reqs, "input:1");
+}
+
+/* A task in input_required whose prompt went away does not keep showing
+ * the stale inputRequests: it fails saying why. */
+static void test_task_stale_input(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
+    mcp_tool_t t = {.name = "ask", .description = "Ask.", .input_schema = "{\"type\":\"object\"}",
+                    .task_support = MCP_TASK_OPTIONAL, .fn = s_ask_input_tool};
+    mcp_server_add_tool(srv, &t);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    s_prompt_waits = true;
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"," TASK_META "}}");
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resultType\":\"task\""));
+    json_object *o = json_tokener_parse(sink.n ? sink.msgs[0] : "{}"), *r = NULL, *tid = NULL;
+    json_object_object_get_ex(o, "result", &r);
+    json_object_object_get_ex(r, "taskId", &tid);
+    char *id = xstrdup(tid ? json_object_get_string(tid) : "");
+    json_object_put(o);
+    s_task_get(s, &sink, id);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"input_required\"") && strstr(sink.msgs[0], "Name?"));
+    s_task_get(s, &sink, id); /* still waiting: unchanged */
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"input_required\"") && strstr(sink.msgs[0], "Name?"));
+    CHECK_EQ_INT(mcp_session_calls(s), 0);
+    s_prompt_waits = false; /* answered elsewhere, or cancelled */
+    s_task_get(s, &sink, id);
+    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"failed\"") && strstr(sink.msgs[0], "no longer awaited") &&
+          strstr(sink.msgs[0], "no longer waiting") && !strstr(sink.msgs[0], "inputRequests"));
+    CHECK_EQ_INT(mcp_session_calls(s), 0);
+    s_sink_clear(&sink);
+    free(id);
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
+}
+
 int main(void)
 {
     RUN_CASE(test_classify);
@@ -767,5 +822,6 @@ int main(void)
     RUN_CASE(test_task_expiry);
     RUN_CASE(test_task_table_full);
     RUN_CASE(test_task_bytes);
+    RUN_CASE(test_task_stale_input);
     return check_report("test_mcp");
 }
