@@ -215,8 +215,10 @@ size_t mcp_session_calls(const mcp_session_t *self);
 void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud);
 /* The client will send nothing more (stdin reached EOF). Each pending
  * server->client request can never be answered: its response function runs
- * now with an error object. Calls in flight go on and may still send.
- * Afterwards mcp_session_can_request is false. */
+ * now with an error object. No task can be asked about again: each is
+ * dropped, its round ended as MCP_CANCEL_GONE. Other calls in flight go on
+ * and may still send. Afterwards mcp_session_can_request is false. Not from
+ * inside a handler of this session. */
 void mcp_session_input_closed(mcp_session_t *self);
 /* Whether a server->client request can still be answered. */
 bool mcp_session_can_request(const mcp_session_t *self);
@@ -232,7 +234,8 @@ void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
 /* Whether the call runs as a task (tasks extension): its result is kept for
  * tasks/get instead of sent, so a handler should not end it early with a
  * "still running" answer; tasks/cancel arrives as MCP_CANCEL_CLIENT; a task
- * that expired ends its round as MCP_CANCEL_GONE. A round that asked for input (mcp_call_input_required)
+ * that expired, or whose client closed its input (stdio), ends its round as
+ * MCP_CANCEL_GONE. A round that asked for input (mcp_call_input_required)
  * may be run again without inputResponses to check that the input still
  * waits: the handler asks again if so, and finishes otherwise. */
 bool mcp_call_is_task(const mcp_call_t *call);

@@ -195,6 +195,10 @@ void mcp_tasks_session_free(mcp_session_t *s);
  * may_cancel: the caller is not inside a handler (whose objects the cancel
  * function may free); otherwise that task waits for a later sweep. */
 void mcp_tasks_sweep(mcp_session_t *s, bool may_cancel);
+/* The client can send nothing more (stdio EOF): no task result can be
+ * fetched again, so every task is dropped and its round ended as
+ * MCP_CANCEL_GONE. Not from inside a handler. */
+void mcp_tasks_input_closed(mcp_session_t *s);
 /* s_call_create for internal calls (mcp_dispatch.c). */
 mcp_call_t *mcp_call_new_internal(mcp_session_t *self, const char *method, const char *tool, json_object *caps);
 

@@ -185,6 +185,16 @@ void mcp_tasks_sweep(mcp_session_t *s, bool may_cancel)
     }
 }
 
+void mcp_tasks_input_closed(mcp_session_t *s)
+{
+    while (s->tasks) {
+        mcp_task_t *t = s->tasks;
+        s->tasks = t->next;
+        s_end_round(t, MCP_CANCEL_GONE);
+        s_task_free(s, t);
+    }
+}
+
 static mcp_task_t *s_find(mcp_session_t *s, json_object *params)
 {
     json_object *id = NULL;

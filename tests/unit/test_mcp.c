@@ -808,6 +808,25 @@ static void test_task_stale_input(void)
     mcp_server_destroy(&srv);
 }
 
+/* stdio's EOF: no task can be asked about again, so their rounds end (as
+ * "gone") and nothing is left in flight to keep the process up. */
+static void test_task_input_closed(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = s_task_server();
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    char *id = s_new_task(s, &sink);
+    CHECK(id != NULL);
+    CHECK_EQ_INT(mcp_session_calls(s), 1);
+    mcp_session_input_closed(s);
+    CHECK_EQ_INT(s_kept_gone, 1);
+    CHECK_EQ_INT(mcp_session_calls(s), 0);
+    free(id);
+    s_sink_clear(&sink);
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
+}
+
 int main(void)
 {
     RUN_CASE(test_classify);
@@ -823,5 +842,6 @@ int main(void)
     RUN_CASE(test_task_table_full);
     RUN_CASE(test_task_bytes);
     RUN_CASE(test_task_stale_input);
+    RUN_CASE(test_task_input_closed);
     return check_report("test_mcp");
 }
