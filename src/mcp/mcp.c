@@ -394,6 +394,7 @@ void mcp_session_input_closed(mcp_session_t *self)
             json_object_put(err);
         }
     }
+    mcp_tasks_input_closed(self);
 }
 
 bool mcp_session_origin_pending(const mcp_session_t *self, const void *origin)

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <json-c/json.h>
 
 #define MCP_PROTOCOL_LATEST "2025-11-25"
@@ -130,6 +131,11 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool);
  * params (borrowed, may be NULL). The resources, prompts and completion
  * methods (mcp_features.c) are registered this way. */
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud);
+/* The tasks extension's bounds for the whole server: at most max_tasks
+ * tasks and max_bytes of what they hold (arguments, results, as JSON);
+ * defaults 256 and 32 MiB. now_ms is the wall clock in ms they are timed
+ * by, NULL for the real one (tests move it). */
+void mcp_server_set_task_limits(mcp_server_t *self, size_t max_tasks, size_t max_bytes, int64_t (*now_ms)(void));
 /* Resources, templates (RFC 6570 level 1: {name} segments), prompts,
  * completion, subscriptions. Strings are copied. Registering any of them
  * declares the matching capability. */
@@ -209,8 +215,10 @@ size_t mcp_session_calls(const mcp_session_t *self);
 void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud);
 /* The client will send nothing more (stdin reached EOF). Each pending
  * server->client request can never be answered: its response function runs
- * now with an error object. Calls in flight go on and may still send.
- * Afterwards mcp_session_can_request is false. */
+ * now with an error object. No task can be asked about again: each is
+ * dropped, its round ended as MCP_CANCEL_GONE. Other calls in flight go on
+ * and may still send. Afterwards mcp_session_can_request is false. Not from
+ * inside a handler of this session. */
 void mcp_session_input_closed(mcp_session_t *self);
 /* Whether a server->client request can still be answered. */
 bool mcp_session_can_request(const mcp_session_t *self);
@@ -225,14 +233,18 @@ mcp_session_t *mcp_call_session(const mcp_call_t *call);
 void mcp_call_on_cancel(mcp_call_t *call, mcp_cancel_fn *fn, void *ud);
 /* Whether the call runs as a task (tasks extension): its result is kept for
  * tasks/get instead of sent, so a handler should not end it early with a
- * "still running" answer; tasks/cancel arrives as MCP_CANCEL_CLIENT. */
+ * "still running" answer; tasks/cancel arrives as MCP_CANCEL_CLIENT; a task
+ * that expired, or whose client closed its input (stdio), ends its round as
+ * MCP_CANCEL_GONE. A round that asked for input (mcp_call_input_required)
+ * may be run again without inputResponses to check that the input still
+ * waits: the handler asks again if so, and finishes otherwise. */
 bool mcp_call_is_task(const mcp_call_t *call);
 /* Turns a modern tools/call in progress into a task, when the request
  * declared the tasks extension and the tool supports tasks: the client gets
  * a CreateTaskResult now, and whatever finishes the call later goes to the
- * task. False otherwise: nothing changes, except when the server's task
- * table is full of unfinished tasks, where the request was answered with an
- * error and whatever the call sends later is dropped. */
+ * task. False otherwise: nothing changes, except when the server holds as
+ * many tasks (or bytes of them) as it may, where the request was answered
+ * with an error and whatever the call sends later is dropped. */
 bool mcp_call_become_task(mcp_call_t *call);
 /* Whether the request came in the modern revision (2026-07-28). */
 bool mcp_call_modern(const mcp_call_t *call);

@@ -599,6 +599,9 @@ static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin
 
 void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void *origin)
 {
+    /* Outside every handler: expired tasks go, their rounds ended. */
+    if (self->tasks)
+        mcp_tasks_sweep(self, true);
     jsonrpc_msg_t m;
     jsonrpc_parse(data, len, &m);
     switch (m.kind) {

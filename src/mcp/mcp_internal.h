@@ -37,11 +37,16 @@ typedef struct {
 } mcp_features_t;
 
 /* A task (tasks extension): a tools/call whose result is kept for
- * tasks/get. Owned by the session that created it. */
+ * tasks/get. Owned by the session that created it; counted in its server's
+ * task_count and task_bytes. */
 typedef struct mcp_task {
     char id[33];                  /* 128 random bits, hex */
     const char *status;           /* static: working, input_required, completed, failed, cancelled */
     int64_t created_ms, updated_ms; /* wall clock */
+    int64_t seen_ms;              /* wall clock: creation or the client's last tasks/get, update or cancel of it */
+    size_t bytes;                 /* what it holds (args, result, error, inputRequests) as JSON */
+    bool probing;                 /* its round is a check that the input it waits for still waits */
+    const char *status_message;   /* static, or NULL: why it ended (statusMessage) */
     json_object *result;          /* owned: completed */
     json_object *error;           /* owned: failed */
     json_object *input_requests;  /* owned: still unanswered (input_required) */
@@ -78,6 +83,9 @@ struct mcp_server {
     mcp_session_t *sessions;              /* borrowed list of live sessions */
     unsigned char state_key[32];          /* seals requestState (random per process) */
     unsigned long next_serial;            /* sessions made so far */
+    size_t task_count, task_bytes;        /* the tasks of all its sessions (mcp_tasks.c) */
+    size_t task_max, task_max_bytes;      /* their bounds (mcp_server_set_task_limits) */
+    int64_t (*task_clock)(void);          /* wall ms for tasks, or NULL: the real clock */
 };
 
 struct mcp_call {
@@ -181,6 +189,16 @@ void mcp_tasks_settle(mcp_call_t *call, json_object *result, json_object *error)
 void mcp_tasks_input(mcp_call_t *call, json_object *input_requests, const char *state);
 json_object *mcp_server_tools_list_modern(mcp_server_t *self);
 void mcp_tasks_session_free(mcp_session_t *s);
+/* Drops the session's tasks past their expiry (TASK_TTL_MS after creation or
+ * after the client last asked about them), finished or not. An expired
+ * task's round still running is ended as MCP_CANCEL_GONE only when
+ * may_cancel: the caller is not inside a handler (whose objects the cancel
+ * function may free); otherwise that task waits for a later sweep. */
+void mcp_tasks_sweep(mcp_session_t *s, bool may_cancel);
+/* The client can send nothing more (stdio EOF): no task result can be
+ * fetched again, so every task is dropped and its round ended as
+ * MCP_CANCEL_GONE. Not from inside a handler. */
+void mcp_tasks_input_closed(mcp_session_t *s);
 /* s_call_create for internal calls (mcp_dispatch.c). */
 mcp_call_t *mcp_call_new_internal(mcp_session_t *self, const char *method, const char *tool, json_object *caps);
 

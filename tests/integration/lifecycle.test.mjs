@@ -80,6 +80,35 @@ test('stdin EOF in the middle of a run: answered when its wait ends, then a prom
   await srv.close();
 });
 
+// A run that became a task (2026-07-28, tasks extension) has no wait to end
+// it, and once stdin is closed nobody can fetch its result: EOF ends the
+// task's round instead of waiting for the run (up to an hour before).
+test('stdin EOF with a task running: rat-py exits promptly and its kernel is gone', async () => {
+  const srv = rawServer();
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+  const call = (id, args) => srv.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'run', arguments: args, _meta: meta } });
+  call(1, { code: 'import os; print(os.getpid())' });
+  const r1 = await srv.reply(1);
+  const pid = Number(/^(\d+)/.exec(r1.result.content[0].text)[1]);
+  assert.ok(alive(pid));
+  call(2, { code: 'import time; time.sleep(600)', wait: 0.3 });
+  const r2 = await srv.reply(2);
+  assert.equal(r2.result.resultType, 'task');
+  srv.send({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { taskId: r2.result.taskId, _meta: meta } });
+  assert.equal((await srv.reply(3)).result.status, 'working');
+  const t0 = Date.now();
+  srv.child.stdin.end();
+  let timer;
+  const ex = await Promise.race([srv.exited, new Promise((r) => { timer = setTimeout(() => r(null), ms(20_000)); })]);
+  clearTimeout(timer);
+  assert.ok(ex, 'rat-py still running 20 s after stdin closed');
+  assert.equal(ex.code, 0);
+  await until(() => !alive(pid), ms(1000), 'the kernel to be gone');
+  assert.ok(ex.at - t0 <= ms(20_000));
+  await srv.close();
+});
+
 // `cat session.jsonl | rat-py`: everything arrives at once, then EOF, before
 // the kernel has even booted. Every request read before EOF is answered (the
 // last line has no newline), then rat-py exits and takes its kernel along.

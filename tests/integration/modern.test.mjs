@@ -314,6 +314,19 @@ async function taskRuns(rq) {
   assert.deepEqual(u.result, { resultType: 'complete' });
   t = await settle(rq, r.result.taskId, /completed|failed|cancelled/);
   assert.match(t.result.content[0].text, /^42\n\n✓ /);
+  // A task waiting in input_required whose run is stopped another way
+  // (ctl cancel) does not keep its stale inputRequests: it fails, saying so.
+  r = await rq('tools/call', { name: 'run', arguments: { code: 'time.sleep(0.5)\ninput("W: ")', wait: 0.1 } },
+    { elicitation: {} });
+  assert.equal(r.result.resultType, 'task');
+  t = await settle(rq, r.result.taskId);
+  assert.equal(t.status, 'input_required');
+  const k = await rq('tools/call', { name: 'ctl', arguments: { op: 'cancel' } });
+  assert.equal(k.result.isError, false, k.result.content[0].text);
+  t = await settle(rq, r.result.taskId, /completed|failed|cancelled/);
+  assert.equal(t.status, 'failed');
+  assert.match(t.error.message, /no longer awaited.*no longer waiting/s);
+  assert.equal(t.inputRequests, undefined);
   // tasks/cancel interrupts the run, as ctl cancel does; the kernel is free again.
   r = await rq('tools/call', { name: 'run', arguments: { code: 'time.sleep(60)', wait: 0.1 } });
   const c = await rq('tasks/cancel', { taskId: r.result.taskId });

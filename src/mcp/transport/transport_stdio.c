@@ -22,10 +22,12 @@
 /* Queue capacity kept once drained: most responses fit; a run's output
  * batches (up to 64 KiB of text, ~130 KiB as JSON) do not stay resident. */
 #define OUT_KEEP_CAP (32u << 10)
-/* After stdin's EOF, the longest we wait for calls in flight: no call may
- * legitimately take longer (a run's wait is at most 3600 s); past it, a call
- * that never ends (a stuck kernel) must not keep rat-py and its kernel alive
- * with nobody left to ask. */
+/* After stdin's EOF, the longest we wait for calls in flight. A run's
+ * `wait` is at most 3600 s, so an ordinary call has answered by then; what
+ * is still in flight past it (a vscode-rat held call, whose default wait is
+ * 86400 s, or a call on a stuck kernel) must not keep rat-py and its kernel
+ * alive with nobody left to ask. Task rounds have no wait at all: they are
+ * not waited for, EOF ends them (mcp_session_input_closed). */
 #define EOF_DRAIN_MAX_MS ((3600 + 60) * 1000)
 
 struct transport_stdio {
@@ -152,8 +154,11 @@ static void s_on_idle(mcp_session_t *session, void *ud)
 }
 
 /* EOF (or a read error) on stdin: what was received is still answered. Calls
- * in flight finish within their own bounds (a run's wait); a request to the
- * client (elicitation) can no longer be answered and fails now. */
+ * in flight finish within their own bounds (a run's wait, at most
+ * EOF_DRAIN_MAX_MS); a request to the client (elicitation) can no longer be
+ * answered and fails now; tasks can no longer be asked about, so their
+ * rounds end now (as "gone": the run is not interrupted, the kernel goes
+ * with rat-py) and are not counted as in flight. */
 static void s_input_ended(transport_stdio_t *self)
 {
     self->eof = true;
