@@ -58,14 +58,11 @@ void mcp_server_destroy(mcp_server_t **self_p)
         free((char *)self->tools[i].tool.input_schema);
         free((char *)self->tools[i].tool.output_schema);
         json_object_put(self->tools[i].schema);
-        json_object_put(self->tools[i].output);
     }
     free(self->tools);
     for (size_t i = 0; i < self->nmethods; i++)
         free(self->methods[i].method);
     free(self->methods);
-    json_object_put(self->tools_list);
-    json_object_put(self->tools_list_modern);
     mcp_features_free(&self->features);
     sodium_memzero(self->state_key, sizeof self->state_key);
     free(self->name);
@@ -82,11 +79,15 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
         log_error("tool %s: input schema is not a JSON object", tool->name);
         abort();
     }
+    /* The output schema is checked here and kept as text only: parsed,
+     * rat-py's three are ~200 KB of json-c objects, a third of its idle
+     * heap, for an answer (tools/list) a session asks for once. */
     json_object *output = tool->output_schema ? json_tokener_parse(tool->output_schema) : NULL;
     if (tool->output_schema && (!output || !json_object_is_type(output, json_type_object))) {
         log_error("tool %s: output schema is not a JSON object", tool->name);
         abort();
     }
+    json_object_put(output);
     self->tools = xrealloc(self->tools, (self->ntools + 1) * sizeof *self->tools);
     mcp_tool_entry_t *t = &self->tools[self->ntools++];
     t->tool = *tool;
@@ -96,11 +97,6 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
     t->tool.input_schema = xstrdup(tool->input_schema);
     t->tool.output_schema = tool->output_schema ? xstrdup(tool->output_schema) : NULL;
     t->schema = schema;
-    t->output = output;
-    json_object_put(self->tools_list);
-    self->tools_list = NULL;
-    json_object_put(self->tools_list_modern);
-    self->tools_list_modern = NULL;
 }
 
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud)
@@ -134,10 +130,9 @@ mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name)
     return NULL;
 }
 
+/* Built afresh for each request and not kept (see mcp_server_add_tool). */
 json_object *mcp_server_tools_list(mcp_server_t *self)
 {
-    if (self->tools_list)
-        return json_object_get(self->tools_list);
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < self->ntools; i++) {
         const mcp_tool_t *t = &self->tools[i].tool;
@@ -147,8 +142,8 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
             json_object_object_add(o, "title", json_object_new_string(t->title));
         json_object_object_add(o, "description", json_object_new_string(t->description ? t->description : ""));
         json_object_object_add(o, "inputSchema", json_object_get(self->tools[i].schema));
-        if (self->tools[i].output)
-            json_object_object_add(o, "outputSchema", json_object_get(self->tools[i].output));
+        if (t->output_schema)
+            json_object_object_add(o, "outputSchema", json_tokener_parse(t->output_schema));
         json_object *ann = json_object_new_object();
         if (t->title)
             json_object_object_add(ann, "title", json_object_new_string(t->title));
@@ -161,16 +156,13 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
     }
     json_object *res = json_object_new_object();
     json_object_object_add(res, "tools", arr);
-    self->tools_list = res;
-    return json_object_get(res);
+    return res;
 }
 
 /* The modern tools/list: the legacy one plus execution.taskSupport for the
  * tools that run as tasks (the legacy answer stays byte-identical). */
 json_object *mcp_server_tools_list_modern(mcp_server_t *self)
 {
-    if (self->tools_list_modern)
-        return json_object_get(self->tools_list_modern);
     static const char *support[] = {"forbidden", "optional", "required"};
     json_object *legacy = mcp_server_tools_list(self), *tools = NULL;
     json_object_object_get_ex(legacy, "tools", &tools);
@@ -188,8 +180,7 @@ json_object *mcp_server_tools_list_modern(mcp_server_t *self)
     json_object_put(legacy);
     json_object *res = json_object_new_object();
     json_object_object_add(res, "tools", arr);
-    self->tools_list_modern = res;
-    return json_object_get(res);
+    return res;
 }
 
 /* Every capability the server announces, computed here and only here: what

@@ -62,7 +62,6 @@ typedef struct mcp_task {
 typedef struct {
     mcp_tool_t tool;      /* strings owned */
     json_object *schema;  /* owned, parsed input_schema */
-    json_object *output;  /* owned, parsed output_schema, or NULL */
 } mcp_tool_entry_t;
 
 typedef struct {
@@ -77,8 +76,6 @@ struct mcp_server {
     size_t ntools;
     mcp_method_entry_t *methods;          /* owned array */
     size_t nmethods;
-    json_object *tools_list;              /* owned cache of the tools/list result */
-    json_object *tools_list_modern;       /* owned cache: with execution.taskSupport */
     mcp_features_t features;              /* resources, prompts, completion */
     mcp_session_t *sessions;              /* borrowed list of live sessions */
     unsigned char state_key[32];          /* seals requestState (random per process) */
@@ -155,6 +152,7 @@ struct mcp_session {
 extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* by mcp_log_level_t */
 mcp_method_entry_t *mcp_server_find_method(mcp_server_t *self, const char *method);
 mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name);
+/* A new tools/list result (the caller owns it), built for each request. */
 json_object *mcp_server_tools_list(mcp_server_t *self);
 json_object *mcp_server_capabilities(mcp_server_t *self);
 void mcp_call_free(mcp_call_t *call);
