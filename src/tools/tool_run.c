@@ -405,6 +405,17 @@ static void s_on_input(void *ud, runtime_exec_t *ex)
     bool password = false;
     const char *prompt = runtime_exec_prompt(ex, &password);
     mcp_session_t *s = mcp_call_session(f->call);
+    /* A ctl wait may follow another session's run; only that session can
+     * answer its input() (tool_run_resume and run(input=...) refuse the
+     * others), so it is neither asked here nor pointed at an answer it
+     * could not give. */
+    uintptr_t owner = runtime_exec_owner(ex);
+    if (owner && owner != (uintptr_t)mcp_session_serial(s)) {
+        free(f->elicit_note);
+        f->elicit_note = xstrdup("(the run is another session's: only that session can answer its input())");
+        s_end_with_input(f);
+        return;
+    }
     if (mcp_call_modern(f->call)) {
         if (!password && mcp_call_client_has(f->call, "elicitation"))
             s_end_input_required(f, prompt);

@@ -365,15 +365,18 @@ test('HTTP: a modern ctl wait that followed another session\'s run cannot answer
     let r = await legacy.client.callTool({ name: 'run', arguments: { code: 'import time\ntime.sleep(1)\na = input("A: ")\nprint("a", a)', wait: 0.2 } }, undefined, opts);
     assert.match(r.content[0].text, /⏳ running/);
     // ctl wait may follow any session's running run; at input() it ends
-    // input-required, but the prompt stays the legacy session's.
+    // with the prompt and a note that only the run's session can answer
+    // (no input-required: its answer would be refused).
     const rq = requester(srv.url);
     const ctlWait = { name: 'ctl', arguments: { op: 'wait' } };
     const first = await rq('tools/call', ctlWait, { elicitation: {} });
-    assert.equal(first.result.resultType, 'input_required', JSON.stringify(first));
-    const retry = await rq('tools/call', { ...ctlWait, requestState: first.result.requestState,
+    assert.equal(first.result.resultType, 'complete', JSON.stringify(first));
+    assert.match(first.result.content[0].text, /INPUT REQUESTED: "A: "/);
+    assert.match(first.result.content[0].text, /the run is another session's: only that session can answer its input\(\)/);
+    // A forged answer is still refused (the state names the run, sealed for this server).
+    const retry = await rq('tools/call', { ...ctlWait, requestState: 'forged',
       inputResponses: { input: { action: 'accept', content: { value: 'stolen' } } } }, { elicitation: {} });
-    assert.equal(retry.result.isError, true, JSON.stringify(retry));
-    assert.match(retry.result.content[0].text, /^ctl: the input\(\) waiting is exec #\d+'s, a run of another session/);
+    assert.ok(retry.error, JSON.stringify(retry));
     // Its own session answers it as usual.
     r = await legacy.client.callTool({ name: 'run', arguments: { code: '', input: 'mine' } }, undefined, opts);
     assert.match(r.content[0].text, /^a mine\n\n✓ /);
