@@ -344,3 +344,43 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
     await s2.stop();
   }
 });
+
+test('an R kernel: the editor highlights R, a cell runs, the notebook is saved for the ir kernelspec', { skip: SKIP }, async () => {
+  const s3 = await startHttp(['--kernel', 'ir']);
+  const p3 = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+  const errors = [];
+  p3.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  p3.on('pageerror', (e) => errors.push(String(e)));
+  try {
+    await p3.goto(`${s3.base}/`);
+    // Until the kernel has answered the page knows no language: the first
+    // run starts it (IRkernel boots in a few seconds).
+    const cell = p3.locator('.cell').first(); // Shift+Enter adds a cell after it
+    await cell.locator('.cm-content').click();
+    await p3.keyboard.insertText('x <- 41 + 1\nprint(x)');
+    await p3.keyboard.press('Shift+Enter');
+    await cell.locator('.out', { hasText: '[1] 42' }).waitFor({ timeout: T(60000) });
+    await p3.locator('#kernel', { hasText: /^R /i }).waitFor({ timeout: T(30000) });
+    // R's tokens: a string, a comment, a keyword and a number get spans.
+    const next = p3.locator('.cell').last();
+    await next.locator('.cm-content').click();
+    await p3.keyboard.insertText('f <- function(n) "s"  # note\nif (TRUE) 1L');
+    const spans = await next.locator('.cm-line span').count();
+    assert.ok(spans >= 4, `highlighted R tokens: ${spans}`);
+    await p3.screenshot({ path: path.join(SHOTS, '20-r-kernel.png') });
+    const [dl] = await Promise.all([p3.waitForEvent('download'), p3.click('#save')]);
+    const file = path.join(SHOTS, 'saved-r.ipynb');
+    await dl.saveAs(file);
+    const nb = JSON.parse(readFileSync(file, 'utf8'));
+    assert.equal(nb.metadata.kernelspec.name, 'ir', JSON.stringify(nb.metadata));
+    // The language as ctl status names it (rat-py lowercases kernel_info's).
+    assert.equal(nb.metadata.kernelspec.language.toLowerCase(), 'r');
+    assert.equal(nb.metadata.language_info.name.toLowerCase(), 'r');
+    const v = spawnSync('/usr/bin/python3', ['-c', 'import sys, nbformat; nbformat.validate(nbformat.read(sys.argv[1], as_version=4))', file], { encoding: 'utf8' });
+    assert.equal(v.status, 0, v.stderr);
+    assert.deepEqual(errors, []);
+  } finally {
+    await p3.close();
+    await s3.stop();
+  }
+});

@@ -1,10 +1,39 @@
-// One cell's code editor: CodeMirror 6 with Python highlighting, the
-// kernel's completions (look {code, cursor}) and hover help (look {at}).
+// One cell's code editor: CodeMirror 6 highlighting the kernel's language
+// (Python, R, JavaScript/TypeScript, Julia; none for others), the kernel's
+// completions (look {code, cursor}) and hover help (look {at}).
 import { EditorView, keymap, lineNumbers, highlightActiveLine, drawSelection, hoverTooltip } from '@codemirror/view';
-import { EditorState, Prec } from '@codemirror/state';
+import { EditorState, Prec, Compartment } from '@codemirror/state';
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
-import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching } from '@codemirror/language';
+import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching, StreamLanguage } from '@codemirror/language';
 import { python } from '@codemirror/lang-python';
+import { r } from '@codemirror/legacy-modes/mode/r';
+import { javascript, typescript } from '@codemirror/legacy-modes/mode/javascript';
+import { julia } from '@codemirror/legacy-modes/mode/julia';
+
+// The editor's language follows the kernel's (ctl status `language`, as
+// kernel_info names it: "python", "R", "javascript", …). Python until the
+// page has heard from the kernel; a language we have no mode for gets none.
+const language = new Compartment();
+let currentLanguage = 'python';
+function languageExtension(name) {
+  switch (String(name || '').toLowerCase()) {
+    case 'python': return python();
+    case 'r': return StreamLanguage.define(r);
+    case 'javascript': case 'node.js': return StreamLanguage.define(javascript);
+    case 'typescript': return StreamLanguage.define(typescript);
+    case 'julia': return StreamLanguage.define(julia);
+    default: return [];
+  }
+}
+
+/** Sets the language of the editors made from now on, and returns the
+ * effect that switches an existing one (view.dispatch({effects})), or null
+ * when it is already that language. */
+export function setEditorLanguage(name) {
+  if (!name || String(name).toLowerCase() === currentLanguage) return null;
+  currentLanguage = String(name).toLowerCase();
+  return language.reconfigure(languageExtension(currentLanguage));
+}
 import { autocompletion, completionKeymap, closeBrackets, closeBracketsKeymap, closeCompletion } from '@codemirror/autocomplete';
 
 // Jupyter counts characters as code points; CodeMirror as UTF-16 units.
@@ -98,7 +127,7 @@ export function makeEditor(parent, doc, mcp, keys) {
       doc,
       extensions: [
         runKeys, lineNumbers(), history(), drawSelection(), highlightActiveLine(), indentOnInput(), bracketMatching(),
-        closeBrackets(), python(), syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        closeBrackets(), language.of(languageExtension(currentLanguage)), syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
         autocompletion({ override: [kernelCompletions(mcp)], activateOnTyping: true, activateOnTypingDelay: 250 }),
         kernelHover(mcp),
         // A popup left open in a cell you left is noise: close it.

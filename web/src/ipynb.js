@@ -3,8 +3,10 @@
 const lines = (s) => (s ? s.split(/(?<=\n)/) : []);
 
 // Images are embedded (base64) so the notebook stands alone in Jupyter;
-// fetchAsset(url) -> {mime, base64} or null.
-export async function toIpynb(cells, fetchAsset) {
+// fetchAsset(url) -> {mime, base64} or null. kernel: {name, display_name,
+// language} from ctl status (the kernelspec Jupyter will start), or null
+// for python3.
+export async function toIpynb(cells, fetchAsset, kernel) {
   const out = [];
   for (const c of cells) {
     const source = lines(c.view.state.doc.toString());
@@ -27,8 +29,12 @@ export async function toIpynb(cells, fetchAsset) {
   return {
     cells: out,
     metadata: {
-      kernelspec: { name: 'python3', display_name: 'Python 3 (rat-py)', language: 'python' },
-      language_info: { name: 'python' },
+      kernelspec: {
+        name: kernel?.name || 'python3',
+        display_name: kernel?.display_name || kernel?.name || 'Python 3 (ipykernel)',
+        language: kernel?.language || 'python',
+      },
+      language_info: { name: kernel?.language || 'python' },
     },
     nbformat: 4,
     nbformat_minor: 5,

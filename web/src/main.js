@@ -4,6 +4,7 @@ import { Mcp, takeToken } from './mcp.js';
 import { Notebook } from './notebook.js';
 import { Vars } from './vars.js';
 import { toIpynb, fromIpynb } from './ipynb.js';
+import { setEditorLanguage } from './editor.js';
 
 const $ = (s) => document.querySelector(s);
 const token = takeToken();
@@ -60,11 +61,15 @@ const nb = new Notebook($('#cells'), mcp, {
 // MCP resource subscriptions (rat://status, rat://variables) and rat/event
 // (rat://events) on the session's GET stream (doc/tools.md#watching). A
 // server without them is polled (ctl status's rev moves on every run).
+let kernelInfo = null; // {name, display_name, language}: what a saved notebook names
 async function readStatus() {
   try {
     const r = await mcp.request('resources/read', { uri: 'rat://status' });
     const st = JSON.parse(r.contents[0].text);
     showKernel(`${st.language} ${st.waiting_for_input ? 'input' : st.state}`);
+    kernelInfo = { name: st.kernel?.name, display_name: st.kernel?.display_name, language: st.language };
+    const effects = setEditorLanguage(st.language);
+    if (effects) for (const c of nb.cells) if (c.type === 'code') c.view.dispatch({ effects });
   } catch { /* the next update tries again */ }
 }
 
@@ -139,7 +144,7 @@ async function fetchAsset(url) {
 
 async function save() {
   const name = ($('#name').value.trim() || 'notebook').replace(/\.ipynb$/, '') + '.ipynb';
-  const nbjson = await toIpynb(nb.cells, fetchAsset);
+  const nbjson = await toIpynb(nb.cells, fetchAsset, kernelInfo);
   download(name, JSON.stringify(nbjson, null, 1) + '\n');
   status(`saved ${name}`);
 }
