@@ -144,14 +144,9 @@ static bool s_tasks_route(mcp_session_t *self, jsonrpc_msg_t *m, void *origin, m
 {
     bool declared = mcp_tasks_declared(s_modern_pending.caps);
     if (tool->tool.task_support == MCP_TASK_REQUIRED && !declared) {
-        json_object *ext = json_object_new_object();
-        json_object_object_add(ext, MCP_EXT_TASKS, json_object_new_object());
-        json_object *req = json_object_new_object();
-        json_object_object_add(req, "extensions", ext);
-        json_object *data = json_object_new_object();
-        json_object_object_add(data, "requiredCapabilities", req);
         s_modern_error(self, m, origin, MCP_ERR_MISSING_CAPABILITY,
-                       "Missing required client capability: extensions." MCP_EXT_TASKS, data, MCP_REJECT_BAD_REQUEST);
+                       "Missing required client capability: extensions." MCP_EXT_TASKS, mcp_tasks_missing_data(),
+                       MCP_REJECT_BAD_REQUEST);
         return true;
     }
     if (tool->tool.task_support == MCP_TASK_NEVER || !declared || tool->tool.task_self)

@@ -176,6 +176,10 @@ char *mcp_state_open(const mcp_server_t *srv, const char *method, const char *na
 void mcp_tasks_register(mcp_server_t *srv);
 /* Whether the client capabilities (object or NULL) declare the extension. */
 bool mcp_tasks_declared(json_object *caps);
+/* The error data of -32021 for a client that did not declare the tasks
+ * extension: {requiredCapabilities: {extensions: {<tasks>: {}}}} (new;
+ * the caller owns it). */
+json_object *mcp_tasks_missing_data(void);
 /* Starts tools/call of tool as a task on session s: answers the request
  * (id, origin) with a CreateTaskResult. args borrowed. The call made for
  * each round gets caps (borrowed) as its client capabilities. */

@@ -89,6 +89,18 @@ static json_object *s_iso(int64_t ms)
     return json_object_new_string(b);
 }
 
+/* See mcp_internal.h. */
+json_object *mcp_tasks_missing_data(void)
+{
+    json_object *ext = json_object_new_object();
+    json_object_object_add(ext, MCP_EXT_TASKS, json_object_new_object());
+    json_object *req = json_object_new_object();
+    json_object_object_add(req, "extensions", ext);
+    json_object *data = json_object_new_object();
+    json_object_object_add(data, "requiredCapabilities", req);
+    return data;
+}
+
 bool mcp_tasks_declared(json_object *caps)
 {
     json_object *ext = NULL;
@@ -412,14 +424,8 @@ static bool s_gate(mcp_call_t *call)
     }
     if (mcp_tasks_declared(call->client_caps))
         return true;
-    json_object *ext = json_object_new_object();
-    json_object_object_add(ext, MCP_EXT_TASKS, json_object_new_object());
-    json_object *req = json_object_new_object();
-    json_object_object_add(req, "extensions", ext);
-    json_object *data = json_object_new_object();
-    json_object_object_add(data, "requiredCapabilities", req);
     mcp_call_error_data(call, MCP_ERR_MISSING_CAPABILITY,
-                        "Missing required client capability: extensions." MCP_EXT_TASKS, data);
+                        "Missing required client capability: extensions." MCP_EXT_TASKS, mcp_tasks_missing_data());
     return false;
 }
 
