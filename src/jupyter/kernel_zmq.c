@@ -124,6 +124,26 @@ static void s_on_readable(loop_t *loop, void *ud, int revents)
     s_recv_all(c->conn, c);
 }
 
+/* Ends the monitors once all three handshakes are done: nothing reads their
+ * events after the kernel is ready (kernel.c waits for KCONN_UP while
+ * starting only; a restart makes a new connection), and each monitor is an
+ * inproc PAIR with its pipes, ~50 KB of an idle rat-py's heap for three.
+ * Safe inside a monitor's own callback: the loop skips an unwatched watch,
+ * and no other code holds these sockets. */
+static void s_monitors_end(s_zconn_t *self)
+{
+    for (int i = 0; i < KCHAN_COUNT; i++) {
+        s_chan_t *c = &self->chans[i];
+        if (!c->mon)
+            continue;
+        loop_unwatch(self->loop, c->mon_watch);
+        c->mon_watch = 0;
+        zmq_socket_monitor(c->sock, NULL, 0);
+        zmq_close(c->mon);
+        c->mon = NULL;
+    }
+}
+
 /* A kernel's ROUTER silently drops messages for a peer whose handshake has
  * not finished, so an input_request sent to a stdin DEALER that is still
  * (re)connecting is lost and the kernel waits forever. The monitor tells us
@@ -157,11 +177,10 @@ static void s_on_monitor(loop_t *loop, void *ud, int revents)
     bool all = self->chans[KCHAN_SHELL].up && self->chans[KCHAN_CONTROL].up && self->chans[KCHAN_STDIN].up;
     if (all && !self->all_up) {
         self->all_up = true;
+        s_monitors_end(self);
         if (self->base.on_event)
             self->base.on_event(self->base.ud, KCONN_UP);
     }
-    if (!all)
-        self->all_up = false;
 }
 
 static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const char *content, json_object *parent,
