@@ -31,6 +31,16 @@ void buf_reset(buf_t *b)
         b->data[0] = '\0';
 }
 
+void buf_reset_shrink(buf_t *b, size_t keep)
+{
+    if (b->cap > keep) {
+        size_t max = b->max;
+        buf_free(b);
+        buf_init(b, max);
+    }
+    buf_reset(b);
+}
+
 static int s_reserve(buf_t *b, size_t extra)
 {
     if (b->max && (extra > b->max || b->len > b->max - extra))

@@ -20,6 +20,10 @@ void buf_init(buf_t *b, size_t max);
 void buf_free(buf_t *b);
 /* Empties the buffer and keeps its memory. */
 void buf_reset(buf_t *b);
+/* Empties the buffer, and gives its memory back when more than keep bytes
+ * are allocated: for buffers reused for every message, so that one big
+ * message does not stay in an idle rat-py's RSS. */
+void buf_reset_shrink(buf_t *b, size_t keep);
 /* Returns 0, or -1 when the result would exceed b->max (b is unchanged then). */
 int buf_append(buf_t *b, const void *p, size_t n);
 int buf_puts(buf_t *b, const char *s);

@@ -679,6 +679,8 @@ void wire_put_header(buf_t *b, const char *msg_id, const char *session, const ch
     buf_puts(b, ",\"version\":\"" WIRE_PROTOCOL_VERSION "\"}");
 }
 
+#define WIRE_OUT_KEEP 8192 /* bytes of wire_out_t's buffer kept between messages */
+
 void wire_out_init(wire_out_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -694,7 +696,9 @@ void wire_encode(wire_out_t *o, const wire_auth_t *auth, const char *session, co
                  const char *parent_json, const char *content)
 {
     wire_new_id(o->msg_id);
-    buf_reset(&o->buf);
+    /* The helper's source (~40 KiB as JSON) or a big cell must not keep its
+     * buffer for the session: requests are small. */
+    buf_reset_shrink(&o->buf, WIRE_OUT_KEEP);
     const char *texts[4] = {NULL, parent_json ? parent_json : "{}", "{}", content ? content : "{}"};
     o->off[0] = 0;
     wire_put_header(&o->buf, o->msg_id, session, msg_type);

@@ -304,8 +304,16 @@ static void s_write_ours(const char *key, const char *out_path)
                                   "\"user_expressions\":{},\"allow_stdin\":true,\"stop_on_error\":false}"},
         {"input_reply", "{\"msg_id\":\"abc\",\"msg_type\":\"input_request\",\"session\":\"s\",\"username\":\"u\","
                         "\"date\":\"2026-01-01T00:00:00.000001Z\",\"version\":\"5.3\"}", "{\"value\":\"Alice\"}"},
+        {"execute_request", NULL, NULL}, /* content: a 100 KB cell, set below */
         {"kernel_info_request", NULL, NULL},
     };
+    /* A big message, then small ones: wire_out_t gives the big buffer back
+     * (an idle rat-py must not keep it) and still signs what follows. */
+    char *big = xmalloc(100 * 1024 + 64);
+    int n = snprintf(big, 64, "{\"code\":\"");
+    memset(big + n, 'x', 100 * 1024);
+    strcpy(big + n + 100 * 1024, "\",\"silent\":true}");
+    ms[2].content = big;
     json_object *arr = json_object_new_array();
     wire_out_t o;
     wire_out_init(&o);
@@ -328,7 +336,11 @@ static void s_write_ours(const char *key, const char *out_path)
         json_object_object_add(e, "msg_type", json_object_new_string(ms[i].type));
         json_object_object_add(e, "msg_id", json_object_new_string(o.msg_id));
         json_object_array_add(arr, e);
+        if (i == 2)
+            CHECK(o.buf.cap > 100 * 1024);
     }
+    CHECK(o.buf.cap <= 8192);
+    free(big);
     const char *text = json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN);
     CHECK_EQ_INT(fileio_write_atomic(out_path, text, strlen(text), 0600), 0);
     json_object_put(arr);

@@ -74,15 +74,10 @@ static void s_write_some(transport_stdio_t *self)
         break;
     }
     if (self->out_off == self->out.len) {
-        if (self->out.cap > OUT_KEEP_CAP) {
-            /* A slow reader or a streamed batch made the queue big: give the
-             * memory back now it is drained (an idle rat-py stays small
-             * after a flood). */
-            size_t max = self->out.max;
-            buf_free(&self->out);
-            buf_init(&self->out, max);
-        }
-        buf_reset(&self->out);
+        /* A slow reader or a streamed batch made the queue big: give the
+         * memory back now it is drained (an idle rat-py stays small after
+         * a flood). */
+        buf_reset_shrink(&self->out, OUT_KEEP_CAP);
         self->out_off = 0;
     } else if (self->out_off > (1u << 20)) {
         buf_consume(&self->out, self->out_off);
