@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -323,6 +324,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         stop_watch = loop_watch_fd(loop, ctl->stop_fd, ZMQ_POLLIN, s_on_stop, &stop_watch);
 
     /* The kernel boots while the client handshakes: start it first. */
+    malloc_trim(0);
     char err[2048];
     app.rt = runtime_new(loop, zctx, &ro, err, sizeof err);
     if (!app.rt) {
