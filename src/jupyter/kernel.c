@@ -279,7 +279,7 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
     kernel_t *self = ud;
     if (self->doomed)
         return;
-    const char *session = wire_get_str(m->header, "session");
+    const char *session = m->session;
     if (self->state == KERNEL_STARTING && self->stale_session && session && strcmp(session, self->stale_session) == 0)
         return; /* the kernel before the restart, still answering */
     if (ch == KCHAN_IOPUB && strcmp(m->msg_type, "status") == 0) {

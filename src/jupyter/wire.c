@@ -286,16 +286,28 @@ static size_t s_unescape(const char **pp, const char *end, char *out, size_t cap
 
 #define STREAM_NAME_MAX 64 /* raw bytes of a "name" value we decode here */
 
-/* Recognises a stream message's content: an object whose members are all
- * strings, with a "text", strictly valid. On success sets out->content to
- * {"name": …} (when there is a name) and out->stream_raw to the text's raw
- * body, and returns true. Anything else (other member types, a long name,
- * invalid JSON) returns false and changes nothing: json-c then decides, so
- * this path never accepts what json-c would refuse, only less. */
-static bool s_lazy_stream(const char *p, size_t len, wire_msg_t *out)
+/* A member asked of s_str_object: its key (plain, unescaped) in; the raw
+ * body of its string value (between the quotes, still escaped) out, NULL
+ * when absent. */
+typedef struct {
+    const char *key;
+    size_t klen;
+    const char *v;
+    size_t vlen;
+} s_want_t;
+
+/* Whether p..p+len is exactly one JSON object whose members are all
+ * strings, strictly valid (s_scan_str: escapes, no raw control characters,
+ * valid UTF-8), with no key spelled with an escape and nothing after the
+ * closing brace (not even whitespace). Finds the members asked for; of a
+ * repeated key the last counts, as in json-c. Anything else returns false,
+ * and the caller gives the text to json-c: this never accepts what json-c
+ * would refuse, only less. */
+static bool s_str_object(const char *p, size_t len, s_want_t *want, size_t nwant)
 {
-    const char *end = p + len, *text = NULL, *name = NULL;
-    size_t text_len = 0, name_len = 0;
+    const char *end = p + len;
+    for (size_t i = 0; i < nwant; i++)
+        want[i].v = NULL;
     while (p < end && s_is_ws(*p))
         p++;
     if (p == end || *p++ != '{')
@@ -313,7 +325,7 @@ static bool s_lazy_stream(const char *p, size_t len, wire_msg_t *out)
         if (*p != '"')
             return false;
         const char *k = p + 1, *ke = s_scan_str(k, end);
-        if (!ke)
+        if (!ke || memchr(k, '\\', (size_t)(ke - k)))
             return false;
         p = ke + 1;
         while (p < end && s_is_ws(*p))
@@ -328,16 +340,11 @@ static bool s_lazy_stream(const char *p, size_t len, wire_msg_t *out)
         if (!ve)
             return false;
         p = ve + 1;
-        /* Keys compared raw: an escaped spelling of "text" goes to json-c. A
-         * repeated key: the last one counts, as in json-c. */
-        if (ke - k == 4 && memcmp(k, "text", 4) == 0) {
-            text = v;
-            text_len = (size_t)(ve - v);
-        } else if (ke - k == 4 && memcmp(k, "name", 4) == 0) {
-            name = v;
-            name_len = (size_t)(ve - v);
-        } else if ((ke - k) != 4 && memchr(k, '\\', (size_t)(ke - k))) {
-            return false;
+        for (size_t i = 0; i < nwant; i++) {
+            if ((size_t)(ke - k) == want[i].klen && memcmp(k, want[i].key, want[i].klen) == 0) {
+                want[i].v = v;
+                want[i].vlen = (size_t)(ve - v);
+            }
         }
         first = false;
         while (p < end && s_is_ws(*p))
@@ -352,21 +359,72 @@ static bool s_lazy_stream(const char *p, size_t len, wire_msg_t *out)
             return false;
         break;
     }
-    /* json-c stops at the object's end and we require it to be the frame's
-     * end (no trailing bytes, not even whitespace). */
-    if (p != end || !text || name_len > STREAM_NAME_MAX)
+    return p == end;
+}
+
+/* A stream message's content, when it is an object of strings with a
+ * "text" (s_str_object): sets out->content to {"name": …} (when there is a
+ * name) and out->stream_raw to the text's raw body, and returns true.
+ * Anything else (other member types, a long name, invalid JSON) returns
+ * false and changes nothing: json-c then decides. */
+static bool s_lazy_stream(const char *p, size_t len, wire_msg_t *out)
+{
+    s_want_t w[2] = {{"text", 4, NULL, 0}, {"name", 4, NULL, 0}};
+    if (!s_str_object(p, len, w, 2) || !w[0].v || w[1].vlen > STREAM_NAME_MAX)
         return false;
     json_object *c = json_object_new_object();
-    if (name) {
+    if (w[1].v) {
         char nb[STREAM_NAME_MAX + 8];
-        const char *np = name;
-        size_t n = s_unescape(&np, name + name_len, nb, sizeof nb);
+        const char *np = w[1].v;
+        size_t n = s_unescape(&np, w[1].v + w[1].vlen, nb, sizeof nb);
         json_object_object_add(c, "name", json_object_new_string_len(nb, (int)n));
     }
     out->content = c;
-    out->stream_raw = text;
-    out->stream_len = text_len;
+    out->stream_raw = w[0].v;
+    out->stream_len = w[0].vlen;
     out->stream_pos = 0;
+    return true;
+}
+
+/* Copies a raw string body into dst when it needs no unescaping and fits:
+ * it is then what json-c would decode, byte for byte. */
+static bool s_field(const s_want_t *w, char dst[WIRE_FIELD_MAX + 1])
+{
+    if (w->vlen > WIRE_FIELD_MAX || memchr(w->v, '\\', w->vlen))
+        return false;
+    memcpy(dst, w->v, w->vlen);
+    dst[w->vlen] = '\0';
+    return true;
+}
+
+/* The header without a tree: an object of strings (s_str_object) whose
+ * msg_type, msg_id and session, where present, are plain and short. Fills
+ * those fields and keeps the frame for wire_msg_header; false changes
+ * nothing that json-c's path does not set again. */
+static bool s_lazy_header(const char *p, size_t len, wire_msg_t *out)
+{
+    s_want_t w[3] = {{"msg_type", 8, NULL, 0}, {"msg_id", 6, NULL, 0}, {"session", 7, NULL, 0}};
+    char *dst[3] = {out->f_type, out->f_id, out->f_session};
+    if (!s_str_object(p, len, w, 3))
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (w[i].v && !s_field(&w[i], dst[i]))
+            return false;
+    out->msg_type = w[0].v ? out->f_type : "";
+    out->msg_id = w[1].v ? out->f_id : "";
+    out->session = w[2].v ? out->f_session : NULL;
+    out->header_raw = p;
+    out->header_len = len;
+    return true;
+}
+
+/* The parent header without a tree: only its msg_id is ever read. */
+static bool s_lazy_parent(const char *p, size_t len, wire_msg_t *out)
+{
+    s_want_t w = {"msg_id", 6, NULL, 0};
+    if (!s_str_object(p, len, &w, 1) || (w.v && !s_field(&w, out->f_parent_id)))
+        return false;
+    out->parent_id = w.v ? out->f_parent_id : NULL;
     return true;
 }
 
@@ -428,38 +486,53 @@ wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const voi
         if (replay && wire_replay_seen(replay, sigz))
             return WIRE_ERR_REPLAY;
     }
-    /* header, parent and content (metadata is not needed, see wire.h). */
+    /* header, parent and content (metadata is not needed, see wire.h):
+     * header and parent without a tree when they are objects of plain
+     * strings, as every kernel sends them. */
     json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    static const int which[3] = {0, 1, 3};
-    json_object *objs[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3; i++) {
-        if (i == 2) {
-            const char *t = wire_get_str(objs[0], "msg_type");
-            if (t && strcmp(t, "stream") == 0 && s_lazy_stream(parts[3], plens[3], out)) {
-                objs[2] = out->content;
-                break;
-            }
-        }
-        objs[i] = s_parse_obj(tok, parts[which[i]], plens[which[i]]);
-        if (!objs[i]) {
-            for (int j = 0; j < i; j++)
-                json_object_put(objs[j]);
-            json_tokener_free(tok);
-            return WIRE_ERR_JSON;
-        }
+    json_object *h = NULL, *par = NULL, *c = NULL;
+    if (!s_lazy_header(parts[0], plens[0], out)) {
+        out->msg_type = out->msg_id = out->session = NULL;
+        if (!(h = s_parse_obj(tok, parts[0], plens[0])))
+            goto bad;
+        const char *t = wire_get_str(h, "msg_type"), *id = wire_get_str(h, "msg_id");
+        out->msg_type = t ? t : "";
+        out->msg_id = id ? id : "";
+        out->session = wire_get_str(h, "session");
     }
+    if (!s_lazy_parent(parts[1], plens[1], out)) {
+        if (!(par = s_parse_obj(tok, parts[1], plens[1])))
+            goto bad;
+        out->parent_id = wire_get_str(par, "msg_id");
+    }
+    if (strcmp(out->msg_type, "stream") == 0 && s_lazy_stream(parts[3], plens[3], out))
+        c = out->content;
+    else if (!(c = s_parse_obj(tok, parts[3], plens[3])))
+        goto bad;
     json_tokener_free(tok);
-    out->header = objs[0];
-    out->parent = objs[1];
+    out->header = h;
+    out->parent = par;
     out->metadata = NULL;
-    out->content = objs[2];
-    const char *t = wire_get_str(out->header, "msg_type");
-    out->msg_type = t ? t : "";
-    const char *id = wire_get_str(out->header, "msg_id");
-    out->msg_id = id ? id : "";
-    out->parent_id = wire_get_str(out->parent, "msg_id");
+    out->content = c;
     return WIRE_OK;
+bad:
+    json_tokener_free(tok);
+    json_object_put(h);
+    json_object_put(par);
+    memset(out, 0, sizeof *out);
+    return WIRE_ERR_JSON;
+}
+
+json_object *wire_msg_header(wire_msg_t *m)
+{
+    if (!m->header && m->header_raw) {
+        json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        m->header = s_parse_obj(tok, m->header_raw, m->header_len); /* checked by s_lazy_header */
+        json_tokener_free(tok);
+    }
+    return m->header;
 }
 
 void wire_msg_free(wire_msg_t *m)
@@ -488,6 +561,7 @@ wire_err_t wire_from_json(json_object *msg, wire_msg_t *out)
     out->msg_type = t ? t : "";
     const char *id = wire_get_str(h, "msg_id");
     out->msg_id = id ? id : "";
+    out->session = wire_get_str(h, "session");
     out->parent_id = wire_get_str(p, "msg_id");
     return WIRE_OK;
 }
@@ -642,6 +716,7 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
     out->msg_type = t ? t : "";
     const char *id = wire_get_str(h, "msg_id");
     out->msg_id = id ? id : "";
+    out->session = wire_get_str(h, "session");
     out->parent_id = wire_get_str(par, "msg_id");
     rc = WIRE_OK;
 out:

@@ -212,7 +212,7 @@ void rt_exec_input(runtime_t *self, runtime_exec_t *ex, wire_msg_t *m)
     ex->password = json_object_object_get_ex(m->content, "password", &pw) && json_object_get_boolean(pw);
     ex->input_seq++;
     json_object_put(ex->input_header);
-    ex->input_header = json_object_get(m->header);
+    ex->input_header = json_object_get(wire_msg_header(m));
     ex->state = RUNTIME_EXEC_INPUT;
     ex->input_since_us = loop_now_us();
     rt_changed(self);

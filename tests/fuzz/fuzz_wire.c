@@ -7,8 +7,10 @@
  * the JSON parsing behind the check is reached, bit 2 decodes the message a
  * second time with a replay set (without it, none is used), bit 3 records
  * up to 255 other signatures in between.
- * Checked: a failed decode leaves *out zeroed; a decoded message has four
- * objects and its type and id; with a key, only the right signature is
+ * Checked: a failed decode leaves *out zeroed; a decoded message has its
+ * header, content and type and id, and its msg_type, msg_id, session and
+ * parent msg_id are json-c's, whether the header and parent were read
+ * without a tree or not; with a key, only the right signature is
  * accepted; a replay within the window is refused; without a key nothing is
  * remembered.
  *
@@ -32,7 +34,7 @@ static const char s_key[] = "fuzz-key-0123456789abcdef";
 static bool s_zeroed(const wire_msg_t *m)
 {
     return !m->header && !m->parent && !m->metadata && !m->content && !m->msg_type && !m->msg_id &&
-           !m->parent_id && !m->topic;
+           !m->session && !m->parent_id && !m->topic && !m->header_raw;
 }
 
 /* Whether text holds a high-surrogate escape json-c 0.16 mis-decodes in a
@@ -89,6 +91,43 @@ static void s_check_stream(wire_msg_t *m, json_object *ref_content)
     FUZZ_ASSERT(got == wlen);
 }
 
+/* json-c's strict parse of a whole frame as an object, or NULL. */
+static json_object *s_ref_obj(const void *p, size_t len)
+{
+    json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *o = json_tokener_parse_ex(tok, p, (int)len);
+    if (o && (json_tokener_get_error(tok) != json_tokener_success || (size_t)json_tokener_get_parse_end(tok) != len ||
+              !json_object_is_type(o, json_type_object))) {
+        json_object_put(o);
+        o = NULL;
+    }
+    json_tokener_free(tok);
+    return o;
+}
+
+static bool s_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The fields wire_decode gave, read without a tree or not, against json-c
+ * parsing the header and parent frames (it must accept both). */
+static void s_check_fields(wire_msg_t *m, const void *h, size_t hlen, const void *par, size_t plen)
+{
+    json_object *rh = s_ref_obj(h, hlen), *rp = s_ref_obj(par, plen);
+    FUZZ_ASSERT(rh && rp);
+    const char *t = wire_get_str(rh, "msg_type"), *id = wire_get_str(rh, "msg_id");
+    FUZZ_ASSERT(strcmp(m->msg_type, t ? t : "") == 0 && strcmp(m->msg_id, id ? id : "") == 0);
+    FUZZ_ASSERT(s_same(m->session, wire_get_str(rh, "session")));
+    FUZZ_ASSERT(s_same(m->parent_id, wire_get_str(rp, "msg_id")));
+    json_object *hdr = wire_msg_header(m);
+    FUZZ_ASSERT(json_object_is_type(hdr, json_type_object) && wire_msg_header(m) == hdr);
+    FUZZ_ASSERT(s_same(wire_get_str(hdr, "msg_id"), id) && s_same(wire_get_str(hdr, "session"), wire_get_str(rh, "session")));
+    json_object_put(rh);
+    json_object_put(rp);
+}
+
 static void s_json_text(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data;
@@ -113,6 +152,7 @@ static void s_json_text(const uint8_t *data, size_t size)
         FUZZ_ASSERT(json_object_is_type(m.header, json_type_object) && json_object_is_type(m.parent, json_type_object) &&
                     json_object_is_type(m.content, json_type_object) && m.msg_type && m.msg_id);
         FUZZ_ASSERT(strcmp(m.msg_type, ref.msg_type) == 0 && strcmp(m.msg_id, ref.msg_id) == 0);
+        FUZZ_ASSERT(s_same(m.session, wire_get_str(m.header, "session")) && s_same(m.session, ref.session));
         if (want_ch && strlen(want_ch) < WIRE_CHANNEL_MAX)
             FUZZ_ASSERT(strcmp(ch, want_ch) == 0);
         else
@@ -199,9 +239,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_ASSERT(framed);
         /* metadata is verified but never parsed (wire.h). */
-        FUZZ_ASSERT(json_object_is_type(m.header, json_type_object) && json_object_is_type(m.parent, json_type_object) &&
-                    m.metadata == NULL && json_object_is_type(m.content, json_type_object));
+        FUZZ_ASSERT((m.parent == NULL || json_object_is_type(m.parent, json_type_object)) && m.metadata == NULL &&
+                    json_object_is_type(m.content, json_type_object));
         FUZZ_ASSERT(m.msg_type && m.msg_id);
+        s_check_fields(&m, frames[d + 2], lens[d + 2], frames[d + 3], lens[d + 3]);
         if (keyed) {
             /* Accepted with a key: the signature frame must be the HMAC. */
             FUZZ_ASSERT(lens[d + 1] == WIRE_SIG_HEX && memcmp(frames[d + 1], right, WIRE_SIG_HEX) == 0);

@@ -154,6 +154,7 @@ static void s_push(s_fake_t *fc, kchan_t ch, const char *msg_type, const char *p
     m->content = json_tokener_parse(content ? content : "{}");
     m->msg_type = wire_get_str(m->header, "msg_type");
     m->msg_id = wire_get_str(m->header, "msg_id");
+    m->session = wire_get_str(m->header, "session");
     m->parent_id = parent_id ? wire_get_str(m->parent, "msg_id") : NULL;
 }
 
