@@ -39,7 +39,7 @@ void wire_sign(const wire_auth_t *a, const void *const parts[4], const size_t le
 
 /* Remembers recent signatures to refuse replayed messages. Bounded: keeps at
  * least the last WIRE_REPLAY_WINDOW signatures and at most twice that, in at
- * most 64 KiB. The window covers the requests in flight; an older message
+ * most 44 KiB. The window covers the requests in flight; an older message
  * can only answer a request that is over, which rat-py ignores by its parent
  * id anyway (within one long run: 2048 messages are 100 s of output at
  * ipykernel's 50 ms flushes). It was 32768 (512 KiB of RSS after 3 000
