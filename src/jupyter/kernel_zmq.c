@@ -127,7 +127,8 @@ static void s_on_readable(loop_t *loop, void *ud, int revents)
 /* Ends the monitors once all three handshakes are done: nothing reads their
  * events after the kernel is ready (kernel.c waits for KCONN_UP while
  * starting only; a restart makes a new connection), and each monitor is an
- * inproc PAIR with its pipes, ~50 KB of an idle rat-py's heap for three.
+ * inproc PAIR with its pipes: ~125 KB of an idle rat-py's live heap for
+ * the three (massif).
  * Safe inside a monitor's own callback: the loop skips an unwatched watch,
  * and no other code holds these sockets. */
 static void s_monitors_end(s_zconn_t *self)

@@ -140,8 +140,27 @@ const char *wire_strerror(wire_err_t err)
     return "unknown error";
 }
 
-static json_object *s_parse_obj(json_tokener *tok, const void *p, size_t len)
+/* A strict tokener (no trailing commas or the like, valid UTF-8). */
+static json_tokener *s_tokener(int depth)
 {
+    json_tokener *tok = json_tokener_new_ex(depth);
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    return tok;
+}
+
+static void s_tokener_free(json_tokener *tok)
+{
+    if (tok)
+        json_tokener_free(tok);
+}
+
+/* Parses p..p+len as exactly one JSON object, or returns NULL. *tokp is made
+ * on first use (default depth): a message read without trees needs none. */
+static json_object *s_parse_obj(json_tokener **tokp, const void *p, size_t len)
+{
+    if (!*tokp)
+        *tokp = s_tokener(JSON_TOKENER_DEFAULT_DEPTH);
+    json_tokener *tok = *tokp;
     json_tokener_reset(tok);
     json_object *o = json_tokener_parse_ex(tok, p, (int)len);
     enum json_tokener_error e = json_tokener_get_error(tok);
@@ -159,6 +178,15 @@ const char *wire_get_str(json_object *obj, const char *key)
     if (obj && json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_string))
         return json_object_get_string(v);
     return NULL;
+}
+
+/* msg_type, msg_id and session from a header object (json-c's path). */
+static void s_header_fields(wire_msg_t *out, json_object *h)
+{
+    const char *t = wire_get_str(h, "msg_type"), *id = wire_get_str(h, "msg_id");
+    out->msg_type = t ? t : "";
+    out->msg_id = id ? id : "";
+    out->session = wire_get_str(h, "session");
 }
 
 /* ------------------------------------------------------ lazy stream text */
@@ -493,35 +521,30 @@ wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const voi
     /* header, parent and content (metadata is not needed, see wire.h):
      * header and parent without a tree when they are objects of plain
      * strings, as every kernel sends them. */
-    json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_tokener *tok = NULL;
     json_object *h = NULL, *par = NULL, *c = NULL;
     if (!s_lazy_header(parts[0], plens[0], out)) {
-        out->msg_type = out->msg_id = out->session = NULL;
-        if (!(h = s_parse_obj(tok, parts[0], plens[0])))
+        if (!(h = s_parse_obj(&tok, parts[0], plens[0])))
             goto bad;
-        const char *t = wire_get_str(h, "msg_type"), *id = wire_get_str(h, "msg_id");
-        out->msg_type = t ? t : "";
-        out->msg_id = id ? id : "";
-        out->session = wire_get_str(h, "session");
+        s_header_fields(out, h);
     }
     if (!s_lazy_parent(parts[1], plens[1], out)) {
-        if (!(par = s_parse_obj(tok, parts[1], plens[1])))
+        if (!(par = s_parse_obj(&tok, parts[1], plens[1])))
             goto bad;
         out->parent_id = wire_get_str(par, "msg_id");
     }
     if (strcmp(out->msg_type, "stream") == 0 && s_lazy_stream(parts[3], plens[3], out))
         c = out->content;
-    else if (!(c = s_parse_obj(tok, parts[3], plens[3])))
+    else if (!(c = s_parse_obj(&tok, parts[3], plens[3])))
         goto bad;
-    json_tokener_free(tok);
+    s_tokener_free(tok);
     out->header = h;
     out->parent = par;
     out->metadata = NULL;
     out->content = c;
     return WIRE_OK;
 bad:
-    json_tokener_free(tok);
+    s_tokener_free(tok);
     json_object_put(h);
     json_object_put(par);
     memset(out, 0, sizeof *out);
@@ -531,10 +554,9 @@ bad:
 json_object *wire_msg_header(wire_msg_t *m)
 {
     if (!m->header && m->header_raw) {
-        json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        m->header = s_parse_obj(tok, m->header_raw, m->header_len); /* checked by s_lazy_header */
-        json_tokener_free(tok);
+        json_tokener *tok = NULL;
+        m->header = s_parse_obj(&tok, m->header_raw, m->header_len); /* checked by s_lazy_header */
+        s_tokener_free(tok);
     }
     return m->header;
 }
@@ -561,11 +583,7 @@ wire_err_t wire_from_json(json_object *msg, wire_msg_t *out)
     out->header = json_object_get(h);
     out->parent = json_object_get(p);
     out->content = json_object_get(c);
-    const char *t = wire_get_str(h, "msg_type");
-    out->msg_type = t ? t : "";
-    const char *id = wire_get_str(h, "msg_id");
-    out->msg_id = id ? id : "";
-    out->session = wire_get_str(h, "session");
+    s_header_fields(out, h);
     out->parent_id = wire_get_str(p, "msg_id");
     return WIRE_OK;
 }
@@ -672,8 +690,7 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
     channel[0] = '\0';
     if (len > WIRE_MAX_FRAME)
         return WIRE_ERR_SIZE;
-    json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_tokener *tok = NULL;
     const char *cs = NULL, *ce = NULL;
     json_object *shell = NULL, *content = NULL;
     if (s_find_content(text, len, &cs, &ce)) {
@@ -683,11 +700,11 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
         memcpy(sh, text, head);
         memcpy(sh + head, "{}", 2);
         memcpy(sh + head + 2, ce, tail);
-        shell = s_parse_obj(tok, sh, head + 2 + tail);
+        shell = s_parse_obj(&tok, sh, head + 2 + tail);
         free(sh);
     } else {
         cs = NULL;
-        shell = s_parse_obj(tok, text, len);
+        shell = s_parse_obj(&tok, text, len);
     }
     json_object *h = NULL, *par = NULL, *c = NULL;
     wire_err_t rc = WIRE_ERR_JSON;
@@ -701,10 +718,9 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
         } else {
             /* One level less: in the whole text the content is nested in
              * the message, and json-c's depth limit counts from the top. */
-            json_tokener *ctok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH - 1);
-            json_tokener_set_flags(ctok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-            content = s_parse_obj(ctok, cs, (size_t)(ce - cs));
-            json_tokener_free(ctok);
+            json_tokener *ctok = s_tokener(JSON_TOKENER_DEFAULT_DEPTH - 1);
+            content = s_parse_obj(&ctok, cs, (size_t)(ce - cs));
+            s_tokener_free(ctok);
         }
     } else if (json_object_object_get_ex(shell, "content", &c) && json_object_is_type(c, json_type_object)) {
         content = json_object_get(c);
@@ -717,14 +733,11 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
     out->header = json_object_get(h);
     out->parent = json_object_get(par);
     out->content = content;
-    out->msg_type = t ? t : "";
-    const char *id = wire_get_str(h, "msg_id");
-    out->msg_id = id ? id : "";
-    out->session = wire_get_str(h, "session");
+    s_header_fields(out, h);
     out->parent_id = wire_get_str(par, "msg_id");
     rc = WIRE_OK;
 out:
-    json_tokener_free(tok);
+    s_tokener_free(tok);
     json_object_put(shell); /* header and parent live on by their references */
     if (rc != WIRE_OK) {
         json_object_put(content);
