@@ -114,9 +114,17 @@ class _limit(object):
         return False
 
 
+_ip = None
+
+
 def _shell():
-    from IPython import get_ipython
-    return get_ipython()
+    """The IPython shell (a singleton: looked up once, since get_ipython
+    goes through traitlets and costs microseconds after every run)."""
+    global _ip
+    if _ip is None:
+        from IPython import get_ipython
+        _ip = get_ipython()
+    return _ip
 
 
 def _mod_class(modname, clsname):
@@ -490,11 +498,46 @@ def _row(k, v):
     return [k, t, val, _type_name(v), size, _expandable(v)]
 
 
+# Rows of the last overview whose value cannot change under the same
+# object: name -> (value, row). An exact int, float, bool, complex or None,
+# or a str/bytes up to _KEEP_LEN long (so that a big one is not kept alive
+# after the user deletes it: entries live until the next overview only).
+_row_cache = {}
+_IMMUTABLE = frozenset((int, float, bool, complex, type(None), str, bytes))
+_KEEP_LEN = 4096
+
+
+def _cached_rows(ns, count, todo):
+    """_rows(ns, count, todo), reusing the rows of unchanged immutable values:
+    after `x = 42` the overview's rows are mostly those of the run before,
+    and a row (repr, size, type) costs microseconds each, after every run."""
+    global _row_cache
+    old, new, rows = _row_cache, {}, []
+    get = ns.get
+    for k in todo:
+        v = get(k)
+        c = old.get(k)
+        if c is not None and c[0] is v:
+            new[k] = c
+            rows.append(c[1])
+            continue
+        t = type(v)
+        if t not in _IMMUTABLE:
+            _row_cache = {}
+            return _rows(ns, count, todo)   # the general path, with its time limit
+        row = _row(k, v)
+        if (t is not str and t is not bytes) or len(v) <= _KEEP_LEN:
+            new[k] = (v, row)
+        rows.append(row)
+    _row_cache = new
+    return {"vars": count, "rows": rows}
+
+
 def _snapshot():
     """The variable count and the overview rows, as a dict."""
     ip = _shell()
     count, todo = _tracker.overview(ip)
-    return _rows(ip.user_ns, count, todo)
+    return _cached_rows(ip.user_ns, count, todo)
 
 
 def _rows(ns, count, todo):
@@ -540,7 +583,13 @@ def _post_run_cell(result):
         snapshot = _snapshot()
     except Exception:
         return
-    _shell().payload_manager.write_payload({"source": "rat_snapshot", "snapshot": snapshot}, single=True)
+    global _payloads
+    if _payloads is None:
+        _payloads = _shell().payload_manager   # a traitlets lookup: once
+    _payloads.write_payload({"source": "rat_snapshot", "snapshot": snapshot}, single=True)
+
+
+_payloads = None
 
 
 _post_run_cell._rat_hook = True

@@ -1,5 +1,6 @@
 """The helper's incremental variables overview equals the full scan's, step by
-step, through random sessions; and its cost does not grow with the session.
+step, through random sessions (rows reused from the overview before
+included); and its cost does not grow with the session.
 
 A real IPython InteractiveShell (in process: the overview is IPython-side
 code; the kernel adds only transport) with rat_helper.py installed as rat-py
@@ -75,7 +76,9 @@ def hook_snapshot():
 
 NAMES = ["a", "b", "c", "x", "y", "z", "df", "zz9", "Abc", "é", "m", "f", "_p", "_q", "data", "v1", "v10", "v2"]
 VALUES = ["1", "2.5", "'s'", "[1, 2, 3]", "list(range(30))", "{'k': 1}", "__import__('os')", "__import__('json')",
-          "(lambda: 0)", "None", "'x' * 500", "{i: i for i in range(20)}", "type", "set()"]
+          "(lambda: 0)", "None", "'x' * 500", "{i: i for i in range(20)}", "type", "set()",
+          # immutable values whose rows the overview reuses while the object stays
+          "True", "b'xy'", "10 ** 30", "1.5", "-0.0", "2j", "'y' * 5000", "'line\\nbreak'", "a if 'a' in dir() else 7"]
 
 
 def random_cell(r):
@@ -83,8 +86,12 @@ def random_cell(r):
     for _ in range(r.randint(1, 4)):
         n, v = r.choice(NAMES), r.choice(VALUES)
         kind = r.random()
-        if kind < 0.40:
+        if kind < 0.36:
             ops.append("%s = %s" % (n, v))
+        elif kind < 0.40:
+            # changed in place: the same object, another row
+            ops.append("(lambda o: o.append(len(o)) if type(o) is list else o.update({len(o): 0}) if type(o) is dict "
+                       "else None)(globals().get(%r))" % n)
         elif kind < 0.55:
             ops.append("try:\n    del %s\nexcept NameError:\n    pass" % n)
         elif kind < 0.62:
@@ -217,10 +224,25 @@ def test_cost_does_not_grow():
     assert len(walked) < 20, "the overview walked %d keys after one cell" % len(walked)
 
 
+def test_reused_rows():
+    """Values equal to the one before but not the same (1, True, 1.0; 0.0
+    and -0.0; a str and an equal bytes' neighbour) get their own rows."""
+    ip.reset(new_session=True)
+    for v in ["1", "True", "1.0", "1", "0.0", "-0.0", "0", "False", "'1'", "b'1'", "'1'", "1j", "1"]:
+        ip.run_cell("x = %s" % v)
+        snap = hook_snapshot()
+        assert snap == full_snapshot(), (v, snap, full_snapshot())
+    ip.run_cell("x = 'q' * 5000\ny = x")   # too long to keep: rows made again
+    assert hook_snapshot() == full_snapshot()
+    assert all(len(k) < 5000 for k, c in rat._row_cache.items() if type(c[0]) is str)
+
+
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 1500
     test_cost_does_not_grow()
     print("ok: cost does not grow with the session")
+    test_reused_rows()
+    print("ok: rows reused only for the same immutable object")
     real_rescan, real_update = rat._Tracker._rescan, rat._Tracker._update
 
     def counted_rescan(self, ns):
