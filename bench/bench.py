@@ -301,6 +301,16 @@ def bench_many_vars():
     rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, 1.03)
 
 
+def bench_hook():
+    """The helper's post-run hook alone, paired on one kernel with the floor
+    driving it (bench/hook_cost.py): its share of rat-py's added time."""
+    blocks = "100" if QUICK else "300"
+    k = kv(run([PY, os.path.join(ROOT, "bench", "hook_cost.py"), "--blocks", blocks], timeout=3600))
+    row("the helper's post-run hook, paired on the floor (blocks with and without it), median",
+        "%+.0f µs" % k["hook_us"], "%.2f ms without, %.2f ms with" % (k["unhooked_us"] / 1000, k["hooked_us"] / 1000),
+        "", "", None)
+
+
 def bench_cold():
     # A kernel's boot varies by ±100 ms from one start to the next, so the
     # two contenders alternate, start by start, and many starts are taken.
@@ -490,7 +500,7 @@ def bench_gateway():
 
 BENCHES = {"rt": bench_roundtrip, "long": bench_long_session, "vars": bench_many_vars, "cold": bench_cold,
            "flood": bench_flood, "memory": bench_memory, "restart": bench_restart, "look": bench_look,
-           "http": bench_http, "callgrind": bench_callgrind}
+           "http": bench_http, "callgrind": bench_callgrind, "hook": bench_hook}
 BENCHES["gw"] = bench_gateway  # opt-in (--only=gw): starts a Jupyter Server
 
 
@@ -501,7 +511,7 @@ def main():
     print("### rat-py benchmark\n")
     print("Machine: %s  " % machine())
     print("Command: `scripts/bench%s`\n" % "".join(" " + a for a in sys.argv[1:]))
-    only = ONLY or ["rt", "long", "vars", "cold", "flood", "memory", "restart", "look", "http", "callgrind"]
+    only = ONLY or ["rt", "long", "vars", "hook", "cold", "flood", "memory", "restart", "look", "http", "callgrind"]
     for name in only:
         BENCHES[name]()
     print("| measurement | rat-py | floor (raw ZMQ, C) | jupyter_client | target | met |")
