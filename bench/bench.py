@@ -273,7 +273,11 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
 
 # Round trips per contender per kernel: BLOCKS × PER_BLOCK. Short blocks
 # pair the contenders more closely (each block also pays three untimed runs).
-ROUNDS = 3 if QUICK else 5
+# Kernels (rounds): one kernel's ratio spreads about ±0.025 around the
+# median (2026-12-01: 0.986-1.057 in one run), so the median of five moved
+# by ~0.01 between identical runs, a third of what the target allows; nine
+# make it steadier for a few more minutes.
+ROUNDS = 3 if QUICK else 9
 BLOCKS = 20 if QUICK else 30
 PER_BLOCK = 10
 
