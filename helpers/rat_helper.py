@@ -16,6 +16,7 @@
 import bisect as _bisect
 import heapq as _heapq
 import itertools as _itertools
+import operator as _operator
 import json as _json
 import reprlib as _reprlib
 import signal as _signal
@@ -373,6 +374,7 @@ class _Tracker(object):
         self.tail = ()        # those of them that are in self.names
         self.names = set()    # str keys of ns not starting with "_"
         self.sorted = []      # self.names, sorted
+        self.values = None    # itemgetter of self.sorted's values (None: make it again)
 
     def _rescan(self, ns):
         keys = list(ns)       # one C-level copy: atomic under the GIL
@@ -381,6 +383,7 @@ class _Tracker(object):
             return False
         self.names = set(k for k in keys if not k.startswith("_"))
         self.sorted = sorted(self.names)
+        self.values = None
         self.ns, self.len, self.anchor, self.after, self.tail = ns, len(keys), None, 0, ()
         tail = []
         for i in range(len(keys) - 1, -1, -1):
@@ -396,12 +399,14 @@ class _Tracker(object):
         if k not in self.names:
             self.names.add(k)
             _bisect.insort(self.sorted, k)
+            self.values = None
 
     def _drop_missing(self, ns, keys):
         for k in keys:
             if k in self.names and k not in ns:
                 self.names.discard(k)
                 del self.sorted[_bisect.bisect_left(self.sorted, k)]
+                self.values = None
 
     def _update(self, ns):
         """Brings the names up to date with ns; False when ns holds keys
@@ -461,7 +466,15 @@ class _Tracker(object):
             hid = hidden.keys() & self.names
         else:
             hid = set(_itertools.compress(self.sorted, map(hidden.__contains__, self.sorted)))
-        n_mod = sum(map(isinstance, map(get, self.sorted), _itertools.repeat(mod)))
+        # The values in one C call (an itemgetter made again only when the
+        # names change): a quarter less than a get() per name, and this pass
+        # is what 10 000 user variables cost on every run.
+        values = self.values
+        if values is None:
+            n = len(self.sorted)
+            values = self.values = (_operator.itemgetter(*self.sorted) if n > 1 else
+                                    (lambda d, k=self.sorted[0]: (d[k],)) if n == 1 else (lambda d: ()))
+        n_mod = sum(map(isinstance, values(ns), _itertools.repeat(mod)))
         n_mod -= sum(1 for k in hid if isinstance(get(k), mod))
         todo = []
         for k in self.sorted:
