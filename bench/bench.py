@@ -20,6 +20,12 @@ import subprocess
 import sys
 import tempfile
 
+# Prep lines for the interleaved blocks (run untimed before each block):
+# rat-py's helper hook serves rat-py's runs only, so it is taken out before
+# the floor's and jupyter_client's blocks and put back before rat-py's (the
+# same lines hook_cost.py alternates).
+from hook_cost import REHOOK, UNHOOK as UNHOOK_ONLY
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B = os.path.join(ROOT, "build", "bench")
 RAT = os.path.join(B, "rat-py")
@@ -135,14 +141,6 @@ def paired(rounds, args, parse, prep=None):
         finally:
             km.shutdown_kernel(now=True)
     return got
-
-
-# Prep lines for the interleaved blocks (run untimed before each block):
-# rat-py's helper hook serves rat-py's runs only, so it is taken out before
-# the floor's and jupyter_client's blocks and put back before rat-py's.
-UNHOOK_ONLY = ("(lambda cbs: cbs.__setitem__(slice(None), [cb for cb in cbs if not getattr(cb, '_rat_hook', False)]))"
-               "(get_ipython().events.callbacks['post_run_cell'])")
-REHOOK = "__import__('_rat')._register()"
 
 
 def proc_cpu_ns(pids):

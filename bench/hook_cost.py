@@ -15,16 +15,15 @@ import statistics
 import subprocess
 import tempfile
 
-from jupyter_client.manager import KernelManager
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOR = os.path.join(ROOT, "build", "bench", "floor")
 UNHOOK = ("(lambda cbs: cbs.__setitem__(slice(None), [cb for cb in cbs if not getattr(cb, '_rat_hook', False)]))"
           "(get_ipython().events.callbacks['post_run_cell'])")
-REHOOK = "__import__('_rat')._register()"
+REHOOK = "__import__('_rat')._register()"   # UNHOOK and REHOOK: bench.py's interleaved blocks use them too
 
 
 def main():
+    from jupyter_client.manager import KernelManager
     ap = argparse.ArgumentParser()
     ap.add_argument("--helper", default=os.path.join(ROOT, "helpers", "rat_helper.py"))
     ap.add_argument("--blocks", type=int, default=300)

@@ -267,7 +267,9 @@ def _summary(x):
 
 
 _reprs = {}
-_SCALARS = (int, float, bool, complex, str, bytes, type(None))
+# Exact types whose repr is bounded and fast, and whose value cannot change
+# under the same object (the overview reuses their rows: _cached_rows).
+_SCALARS = frozenset((int, float, bool, complex, str, bytes, type(None)))
 
 
 def _value(x, width):
@@ -512,11 +514,10 @@ def _row(k, v):
 
 
 # Rows of the last overview whose value cannot change under the same
-# object: name -> (value, row). An exact int, float, bool, complex or None,
-# or a str/bytes up to _KEEP_LEN long (so that a big one is not kept alive
-# after the user deletes it: entries live until the next overview only).
+# object: name -> (value, row). A _SCALARS value, a str/bytes only up to
+# _KEEP_LEN long (so that a big one is not kept alive after the user deletes
+# it: entries live until the next overview only).
 _row_cache = {}
-_IMMUTABLE = frozenset((int, float, bool, complex, type(None), str, bytes))
 _KEEP_LEN = 4096
 
 
@@ -535,7 +536,7 @@ def _cached_rows(ns, count, todo):
             rows.append(c[1])
             continue
         t = type(v)
-        if t not in _IMMUTABLE:
+        if t not in _SCALARS:
             _row_cache = {}
             return _rows(ns, count, todo)   # the general path, with its time limit
         row = _row(k, v)
