@@ -6,6 +6,7 @@
 #include <time.h>
 #include <sodium.h>
 
+#include "jsontok.h"
 #include "mem.h"
 #include "utf8.h"
 
@@ -140,36 +141,37 @@ const char *wire_strerror(wire_err_t err)
     return "unknown error";
 }
 
-/* A strict tokener (no trailing commas or the like, valid UTF-8). */
-static json_tokener *s_tokener(int depth)
-{
-    json_tokener *tok = json_tokener_new_ex(depth);
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    return tok;
-}
+/* A tokener taken on first use (see jsontok.h): a message read without
+ * trees needs none. longest: the longest input it parsed, for s_tok_give. */
+typedef struct {
+    json_tokener *tok;
+    int depth;
+    size_t longest;
+} s_tok_t;
 
-static void s_tokener_free(json_tokener *tok)
-{
-    if (tok)
-        json_tokener_free(tok);
-}
+#define S_TOK(d) ((s_tok_t){.depth = (d)})
 
-/* Parses p..p+len as exactly one JSON object, or returns NULL. *tokp is made
- * on first use (default depth): a message read without trees needs none. */
-static json_object *s_parse_obj(json_tokener **tokp, const void *p, size_t len)
+/* Parses p..p+len as exactly one JSON object, or returns NULL. */
+static json_object *s_parse_obj(s_tok_t *t, const void *p, size_t len)
 {
-    if (!*tokp)
-        *tokp = s_tokener(JSON_TOKENER_DEFAULT_DEPTH);
-    json_tokener *tok = *tokp;
-    json_tokener_reset(tok);
-    json_object *o = json_tokener_parse_ex(tok, p, (int)len);
-    enum json_tokener_error e = json_tokener_get_error(tok);
-    size_t end = (size_t)json_tokener_get_parse_end(tok);
+    if (!t->tok)
+        t->tok = jsontok_take(t->depth);
+    if (len > t->longest)
+        t->longest = len;
+    json_tokener_reset(t->tok);
+    json_object *o = json_tokener_parse_ex(t->tok, p, (int)len);
+    enum json_tokener_error e = json_tokener_get_error(t->tok);
+    size_t end = (size_t)json_tokener_get_parse_end(t->tok);
     if (!o || e != json_tokener_success || end != len || !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
         return NULL;
     }
     return o;
+}
+
+static void s_tok_give(s_tok_t *t)
+{
+    jsontok_give(&t->tok, t->depth, t->longest);
 }
 
 const char *wire_get_str(json_object *obj, const char *key)
@@ -521,7 +523,7 @@ wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const voi
     /* header, parent and content (metadata is not needed, see wire.h):
      * header and parent without a tree when they are objects of plain
      * strings, as every kernel sends them. */
-    json_tokener *tok = NULL;
+    s_tok_t tok = S_TOK(JSON_TOKENER_DEFAULT_DEPTH);
     json_object *h = NULL, *par = NULL, *c = NULL;
     if (!s_lazy_header(parts[0], plens[0], out)) {
         if (!(h = s_parse_obj(&tok, parts[0], plens[0])))
@@ -537,14 +539,14 @@ wire_err_t wire_decode(const wire_auth_t *auth, wire_replay_t *replay, const voi
         c = out->content;
     else if (!(c = s_parse_obj(&tok, parts[3], plens[3])))
         goto bad;
-    s_tokener_free(tok);
+    s_tok_give(&tok);
     out->header = h;
     out->parent = par;
     out->metadata = NULL;
     out->content = c;
     return WIRE_OK;
 bad:
-    s_tokener_free(tok);
+    s_tok_give(&tok);
     json_object_put(h);
     json_object_put(par);
     memset(out, 0, sizeof *out);
@@ -554,9 +556,9 @@ bad:
 json_object *wire_msg_header(wire_msg_t *m)
 {
     if (!m->header && m->header_raw) {
-        json_tokener *tok = NULL;
+        s_tok_t tok = S_TOK(JSON_TOKENER_DEFAULT_DEPTH);
         m->header = s_parse_obj(&tok, m->header_raw, m->header_len); /* checked by s_lazy_header */
-        s_tokener_free(tok);
+        s_tok_give(&tok);
     }
     return m->header;
 }
@@ -690,7 +692,7 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
     channel[0] = '\0';
     if (len > WIRE_MAX_FRAME)
         return WIRE_ERR_SIZE;
-    json_tokener *tok = NULL;
+    s_tok_t tok = S_TOK(JSON_TOKENER_DEFAULT_DEPTH);
     const char *cs = NULL, *ce = NULL;
     json_object *shell = NULL, *content = NULL;
     if (s_find_content(text, len, &cs, &ce)) {
@@ -718,9 +720,9 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
         } else {
             /* One level less: in the whole text the content is nested in
              * the message, and json-c's depth limit counts from the top. */
-            json_tokener *ctok = s_tokener(JSON_TOKENER_DEFAULT_DEPTH - 1);
+            s_tok_t ctok = S_TOK(JSON_TOKENER_DEFAULT_DEPTH - 1);
             content = s_parse_obj(&ctok, cs, (size_t)(ce - cs));
-            s_tokener_free(ctok);
+            s_tok_give(&ctok);
         }
     } else if (json_object_object_get_ex(shell, "content", &c) && json_object_is_type(c, json_type_object)) {
         content = json_object_get(c);
@@ -737,7 +739,7 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
     out->parent_id = wire_get_str(par, "msg_id");
     rc = WIRE_OK;
 out:
-    s_tokener_free(tok);
+    s_tok_give(&tok);
     json_object_put(shell); /* header and parent live on by their references */
     if (rc != WIRE_OK) {
         json_object_put(content);

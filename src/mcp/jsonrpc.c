@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "jsontok.h"
 #include "mem.h"
 #include "utf8.h"
 
@@ -46,8 +47,7 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
         s_invalid(out, JSONRPC_PARSE_ERROR, "Parse error: not valid UTF-8");
         return;
     }
-    json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_tokener *tok = jsontok_take(JSONRPC_MAX_DEPTH);
     json_object *root = NULL;
     if (len <= (size_t)0x7fffffff)
         root = json_tokener_parse_ex(tok, data, (int)len);
@@ -58,7 +58,7 @@ void jsonrpc_parse(const char *data, size_t len, jsonrpc_msg_t *out)
         consumed = len;
     }
     enum json_tokener_error jerr = json_tokener_get_error(tok);
-    json_tokener_free(tok);
+    jsontok_give(&tok, JSONRPC_MAX_DEPTH, len);
     if (!root && jerr == json_tokener_success) {
         /* The text was the literal null: JSON, but not a request. */
         s_invalid(out, JSONRPC_INVALID_REQUEST, "Invalid Request: expected a JSON object");

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "check.h"
 #include "jsonrpc.h"
+#include "jsontok.h"
 #include "mcp.h"
 #include "mem.h"
 #include "schema.h"
@@ -53,6 +55,46 @@ static int s_last_code(s_sink_t *s)
 static void s_feed(mcp_session_t *s, const char *line)
 {
     mcp_session_handle(s, line, strlen(line), NULL);
+}
+
+/* jsonrpc_parse keeps its tokener for the next request, only after small
+ * ones (a kept tokener keeps a buffer as long as its longest token), and a
+ * parse that failed half-way leaves nothing behind for the next one. */
+static void test_tokener_reuse(void)
+{
+    jsonrpc_msg_t m;
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    const char *half = "{\"jsonrpc\":\"2.0\",\"id\":1,\"params\":{\"a\":[1,{\"b\":";
+    jsonrpc_parse(ping, strlen(ping), &m);
+    jsonrpc_msg_free(&m);
+    int kept = jsontok_kept();
+    CHECK(kept >= 1);
+    for (int i = 0; i < 3; i++) {
+        jsonrpc_parse(half, strlen(half), &m);
+        CHECK_EQ_INT(m.kind, JSONRPC_INVALID);
+        jsonrpc_msg_free(&m);
+        jsonrpc_parse(ping, strlen(ping), &m);
+        CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
+        CHECK_EQ_STR(m.method, "ping");
+        jsonrpc_msg_free(&m);
+        CHECK_EQ_INT(jsontok_kept(), kept);
+    }
+    /* A request with a long string: its tokener is freed, not kept. */
+    buf_t b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{\"s\":\"");
+    for (int i = 0; i < 2 * JSONTOK_KEEP_MAX; i++)
+        buf_puts(&b, "x");
+    buf_puts(&b, "\"}}");
+    jsonrpc_parse(b.data, b.len, &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
+    jsonrpc_msg_free(&m);
+    CHECK_EQ_INT(jsontok_kept(), kept - 1);
+    buf_free(&b);
+    jsonrpc_parse(ping, strlen(ping), &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
+    jsonrpc_msg_free(&m);
+    CHECK_EQ_INT(jsontok_kept(), kept);
 }
 
 static void test_classify(void)
@@ -830,6 +872,7 @@ static void test_task_input_closed(void)
 int main(void)
 {
     RUN_CASE(test_classify);
+    RUN_CASE(test_tokener_reuse);
     RUN_CASE(test_deep_nesting_is_a_parse_error);
     RUN_CASE(test_session_lifecycle);
     RUN_CASE(test_cancellation_and_progress);
