@@ -155,9 +155,12 @@ def children(pid):
         return []
 
 
-def interleaved(rounds, blocks, per_block, prep=None):
-    """Round trips of `x = 42` with the floor, jupyter_client and rat-py
-    (mcpc driving `rat-py --existing`) attached to one kernel per round at
+def interleaved(rounds, blocks, per_block, prep=None, generations=1):
+    """Round trips of `x = 42` with the floor, jupyter_client, rat-py
+    (mcpc driving `rat-py --existing`) and the floor behind a pipe (floor
+    relay: a second process asks for each round trip over a pipe and waits
+    for the answer on another, the process and wake-up structure of any
+    stdio bridge with none of its work) attached to one kernel per round at
     the same time, taking turns in blocks of per_block calls (order rotated
     block by block), so that what the shared machine does to one contender
     it does to the others within a second. Between its blocks a contender
@@ -171,10 +174,28 @@ def interleaved(rounds, blocks, per_block, prep=None):
     snapshot) and two warm-ups, which also drain what the other clients'
     runs left on iopub. Around each block's timed calls, the CPU time of the
     kernel and of each contender's processes is sampled (all threads,
-    schedstat). Returns, per contender, a list per round of
-    (block times [[us]], kernel CPU ns, own CPU ns {name: ns}, calls)."""
+    schedstat).
+    A process is also a sample: two identical floor processes on one kernel
+    differ by -44..+72 us (2026-12-01, eight pairs of 60 blocks), where it
+    lands and how its memory falls, for as long as it lives. So each
+    contender's processes are started again `generations` times per kernel
+    (blocks split evenly), and the round's figure spans them. Returns, per
+    contender, a list per round of (block times [[us]], kernel CPU ns, own
+    CPU ns {name: ns}, calls)."""
     from jupyter_client.manager import KernelManager
-    got = {"f": [], "j": [], "r": []}
+    names = "fjrp"
+    got = {c: [] for c in names}
+    preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK, "p": UNHOOK_ONLY}
+    timers = {}   # the relay's timing process, stopped and continued with it
+
+    def stop(procs):
+        for p in procs.values():
+            for pid in [p.pid] + children(p.pid) + timers.get(p.pid, []):
+                os.kill(pid, signal.SIGCONT)
+            p.stdin.close()
+            p.wait(timeout=60)
+        procs.clear()
+
     for k in range(rounds):
         km = KernelManager(kernel_name="python3")
         km.start_kernel()
@@ -186,17 +207,22 @@ def interleaved(rounds, blocks, per_block, prep=None):
                 prep(cf)
             cmds = {"f": [FLOOR, "serve", "0", cf],
                     "j": [PY, "-u", os.path.join(ROOT, "bench", "jc_bench.py"), "serve", "0", cf],
-                    "r": [MCPC, "serve", "--"] + rat("--existing", cf)}
-            preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK}
-            for c in "fjr":
-                procs[c] = subprocess.Popen(cmds[c], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                            bufsize=1)
-            acc = {c: ([], 0, {}, 0) for c in "fjr"}
+                    "r": [MCPC, "serve", "--"] + rat("--existing", cf),
+                    "p": [FLOOR, "relay", "0", cf]}
+            acc = {c: ([], 0, {}, 0) for c in names}
             for b in range(blocks):
-                for c in "fjr"[(k + b) % 3:] + "fjr"[:(k + b) % 3]:
+                if b * generations % blocks < generations:   # the first block of a generation
+                    stop(procs)
+                    timers.clear()
+                    for c in names:
+                        procs[c] = subprocess.Popen(cmds[c], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                    text=True, bufsize=1)
+                    timers[procs["p"].pid] = [int(procs["p"].stdout.readline().split()[1])]   # "pid N"
+                for c in names[(k + b) % 4:] + names[:(k + b) % 4]:
                     p = procs[c]
                     pids = {"f": {"floor": [p.pid]}, "j": {"python": [p.pid]},
-                            "r": {"rat-py": children(p.pid), "mcpc": [p.pid]}}[c]
+                            "r": {"rat-py": children(p.pid), "mcpc": [p.pid]},
+                            "p": {"floor": [p.pid], "timer": timers.get(p.pid, [])}}[c]
                     for pid in (q for ps in pids.values() for q in ps):
                         os.kill(pid, signal.SIGCONT)
                     p.stdin.write("%d %s\n" % (per_block, preps[c]))
@@ -219,14 +245,10 @@ def interleaved(rounds, blocks, per_block, prep=None):
                     bt.append(times)
                     own = {n: own.get(n, 0) + o1[n] - o0[n] for n in o1}
                     acc[c] = (bt, kc + k1 - k0, own, calls + per_block)
-            for c in "fjr":
+            for c in names:
                 got[c].append(acc[c])
         finally:
-            for p in procs.values():
-                for pid in [p.pid] + children(p.pid):
-                    os.kill(pid, signal.SIGCONT)
-                p.stdin.close()
-                p.wait(timeout=60)
+            stop(procs)
             km.shutdown_kernel(now=True)
     return got
 
@@ -266,6 +288,17 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
         "kernel %.0f µs (%+.0f); rat-py %.0f µs, mcpc %.0f µs" % (rk, rk - fk, ro["rat-py"], ro["mcpc"]),
         "kernel %.0f µs; floor %.0f µs" % (fk, fo["floor"]), "kernel %.0f µs; python %.0f µs" % (jk, jo["python"]),
         "", None)
+    # What the stdio structure alone costs (two pipe hops, two processes
+    # woken after sleeping through the kernel's run): the floor relayed
+    # over pipes, same kernels, same blocks. rat-py's own share is what it
+    # adds over that, less its helper's hook (scripts/bench --only=hook).
+    p_med = [med([t for bt in rnd[0] for t in bt]) for rnd in got["p"]]
+    row("↳ the floor behind a pipe each way (floor relay: any stdio bridge's hops, none of its work)",
+        "rat-py over it: %+.0f µs, %.3f×" % (med([a - b for a, b in zip(r_med, p_med)]),
+                                            med([a / b for a, b in zip(r_med, p_med)])),
+        "%.2f ms, %+.0f µs, %.3f×" % (med(p_med) / 1000, med([a - b for a, b in zip(p_med, f_med)]),
+                                      med([a / b for a, b in zip(p_med, f_med)])),
+        "", "", None)
     return f
 
 
@@ -278,18 +311,21 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
 ROUNDS = 3 if QUICK else 9
 BLOCKS = 20 if QUICK else 30
 PER_BLOCK = 10
+# Fresh contender processes per kernel (see interleaved()): 27 samples of
+# where a process lands, not 9.
+GENERATIONS = 1 if QUICK else 3
 
 
 def bench_roundtrip():
     return rt_rows("run `x = 42` round trip, interleaved on one fresh kernel",
-                   interleaved(ROUNDS, BLOCKS, PER_BLOCK), 1.03, 0.9)
+                   interleaved(ROUNDS, BLOCKS, PER_BLOCK, generations=GENERATIONS), 1.03, 0.9)
 
 
 def bench_long_session():
     """The same after 10 000 runs in the session: IPython's namespace then
     holds 10 000 more `_iN` entries (what used to make the snapshot grow)."""
     runs = 10000
-    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK,
+    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK, generations=GENERATIONS,
                       prep=lambda cf: run([FLOOR, "rt", str(runs - 50), cf], timeout=3600))
     rt_rows("run `x = 42` after %s runs in the session" % "{:,}".format(runs), got, 1.03)
 
@@ -299,7 +335,8 @@ def bench_many_vars():
     user's names (counted and filtered on every run), not the session's."""
     nvars = 10000
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
-    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK, prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
+    got = interleaved(ROUNDS, BLOCKS, PER_BLOCK, generations=GENERATIONS,
+                      prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
     rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, 1.03)
 
 

@@ -15,6 +15,10 @@
  *                             PREP (if not "-") and 2 warm-ups untimed, then
  *                             "go", N round trips (us each, one per
  *                             line), "end"; EOF ends it (see bench/bench.py)
+ *   floor relay 0 FILE        serve, timed by a second process that asks for
+ *                             each round trip over a pipe and waits for the
+ *                             answer on another (first line: "pid N", that
+ *                             process): any stdio bridge's hops, no work
  * It uses rat-py's own wire/connfile/kernel_proc code (the bytes on the wire
  * are the same as any client's), but none of rat-py's runtime: no helper, no
  * user_expressions, no output processing. Output: "key value" lines. */
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <sodium.h>
 #include <zmq.h>
 
@@ -155,7 +160,7 @@ static long s_rss_kb(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: floor boot | rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | serve 0 CONNECTION_FILE   (kernelspec: $FLOOR_KERNEL or python3)\n");
+        fprintf(stderr, "usage: floor boot | rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | serve|relay 0 CONNECTION_FILE   (kernelspec: $FLOOR_KERNEL or python3)\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -287,6 +292,65 @@ int main(int argc, char **argv)
             printf("end\n");
             fflush(stdout);
         }
+    } else if (strcmp(mode, "relay") == 0) {
+        /* serve, with the timing done by a second process that asks for
+         * each round trip over a pipe and waits for the answer on another:
+         * the process and wake-up structure of any stdio bridge (client ->
+         * bridge -> kernel -> bridge -> client) with none of its work. */
+        int p2c[2], c2p[2];
+        if (pipe(p2c) < 0 || pipe(c2p) < 0)
+            return 1;
+        fflush(stdout);
+        pid_t timer = fork();
+        if (timer == 0) {
+            close(p2c[1]);
+            close(c2p[0]);
+            long blk;
+            char x = 'x';
+            while (read(p2c[0], &blk, sizeof blk) == (ssize_t)sizeof blk) {
+                for (long i = 0; i < blk; i++) {
+                    int64_t a = loop_now_us();
+                    if (write(c2p[1], &x, 1) != 1 || read(p2c[0], &x, 1) != 1)
+                        _exit(1);
+                    printf("%lld\n", (long long)(loop_now_us() - a));
+                }
+                fflush(stdout);
+                if (write(c2p[1], &x, 1) != 1)
+                    _exit(1);
+            }
+            _exit(0);
+        }
+        close(p2c[0]);
+        close(c2p[1]);
+        printf("pid %ld\n", (long)timer); /* the bench stops and continues it with this process */
+        fflush(stdout);
+        char line[4096];
+        while (rc == 0 && fgets(line, sizeof line, stdin)) {
+            char *prep = NULL;
+            long blk = strtol(line, &prep, 10);
+            prep += strspn(prep, " ");
+            prep[strcspn(prep, "\n")] = '\0';
+            if (*prep && strcmp(prep, "-") != 0)
+                s_execute(&c, prep, NULL);
+            for (int i = 0; i < 2; i++)
+                s_execute(&c, "x = 42", NULL);
+            printf("go\n");
+            fflush(stdout);
+            char x;
+            if (write(p2c[1], &blk, sizeof blk) != (ssize_t)sizeof blk)
+                rc = 1;
+            for (long i = 0; rc == 0 && i < blk; i++) {
+                if (read(c2p[0], &x, 1) != 1 || s_execute(&c, "x = 42", NULL) < 0 || write(p2c[1], &x, 1) != 1)
+                    rc = 1;
+            }
+            if (rc == 0 && read(c2p[0], &x, 1) != 1) /* the timer printed its times */
+                rc = 1;
+            printf("end\n");
+            fflush(stdout);
+        }
+        close(p2c[1]);
+        close(c2p[0]);
+        waitpid(timer, NULL, 0);
     } else if (strcmp(mode, "flood") == 0) {
         s_execute(&c, "x = 42", NULL);
         char code[128];
