@@ -835,8 +835,13 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->gw_poll_timer);
     if (self->proc && !kernel_proc_exited(self->proc) && self->conn && grace_ms > 0 &&
         self->state == KERNEL_READY) {
-        /* Ask politely first: ipykernel then cleans up its own children. */
-        kernel_conn_send(self->conn, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(false), NULL, NULL);
+        /* Ask politely first: ipykernel then cleans up its own children.
+         * And give it half the grace to go by itself: R removes its session
+         * directory (/tmp/RtmpXXXXXX, which holds what tempfile() made) only
+         * when it quits, ~20 ms after the request, never on SIGTERM. */
+        if (kernel_conn_send(self->conn, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(false), NULL,
+                             NULL) == 0)
+            grace_ms -= kernel_proc_wait(self->proc, grace_ms / 2);
     }
     if (self->proc) {
         kernel_proc_stop(self->proc, grace_ms);

@@ -242,6 +242,16 @@ static void s_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+int kernel_proc_wait(kernel_proc_t *self, int max_ms)
+{
+    int waited = 0;
+    while (waited < max_ms && !kernel_proc_reap(self, NULL)) {
+        s_sleep_ms(2);
+        waited += 2;
+    }
+    return waited;
+}
+
 void kernel_proc_stop(kernel_proc_t *self, int grace_ms)
 {
     if (kernel_proc_reap(self, NULL)) {

@@ -36,6 +36,10 @@ bool kernel_proc_is_stopped(const kernel_proc_t *self);
  * the wait status. */
 bool kernel_proc_reap(kernel_proc_t *self, int *status);
 bool kernel_proc_exited(const kernel_proc_t *self);
+/* Waits up to max_ms (blocking, in 2 ms steps) for the process to exit by
+ * itself; returns how long it waited. For a process that was asked to quit
+ * (shutdown_request) and cleans up only when it does so by itself. */
+int kernel_proc_wait(kernel_proc_t *self, int max_ms);
 /* SIGTERM to the group and wait up to grace_ms (0: not at all) for it to
  * exit, then SIGKILL to the group. Never waits after the SIGKILL: it runs on
  * the loop that serves every session. */

@@ -2,11 +2,11 @@
 // started the way users do: as `rat-r` (a symlink to rat-py).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, symlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, symlinkSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { RAT, connect, run, ctl, call, until } from './lib.mjs';
+import { RAT, connect, run, ctl, call, until, rawServer, ms } from './lib.mjs';
 
 const linkDir = mkdtempSync(path.join(tmpdir(), 'rat-family-'));
 const RAT_R = path.join(linkDir, 'rat-r');
@@ -110,6 +110,26 @@ test('reset clears the workspace; scope all is refused with a reason; restart gi
   assert.equal(r.text, 'RESTARTED | interpreter reinitialized | 0 vars');
   r = await run(h, 'exists("y")');
   assert.match(r.text, /^\[1\] FALSE\n/);
+});
+
+test('when rat-py exits, R quits by itself: its session directory is gone, and the exit stays quick', async () => {
+  // R removes tempdir() (/tmp/RtmpXXXXXX, where tempfile() writes) only
+  // when it quits; a SIGTERM right after the shutdown request left one
+  // behind per session.
+  const srv = rawServer(['--kernel', 'ir']);
+  await srv.initialize();
+  srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'cat(tempdir(), "\\n"); writeLines("x", tempfile())' } } });
+  const r = await srv.reply(1);
+  const dir = /^(\S+)/.exec(r.result.content[0].text)[1];
+  assert.match(dir, /Rtmp/);
+  assert.ok(existsSync(dir));
+  const t0 = Date.now();
+  srv.child.stdin.end();
+  const ex = await srv.exited;
+  assert.ok(ex.at - t0 <= ms(300), `exited after ${ex.at - t0} ms`);
+  assert.equal(ex.code, 0);
+  await until(() => !existsSync(dir), ms(1000), `R's session directory ${dir} to be removed`);
+  await srv.close();
 });
 
 test('a family name whose kernel is missing says what to install', () => {
