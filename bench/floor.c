@@ -127,6 +127,26 @@ static int s_execute(s_conn_t *c, const char *code, size_t *stream_bytes)
     return 0;
 }
 
+/* The start of a block of the interleaved bench (serve, relay): the line
+ * "N PREP" runs PREP (unless "-") and two warm-ups, untimed, then prints
+ * "go" (the bench samples CPU times there and at "end"). The warm-ups also
+ * drain what other clients' runs left on iopub since the last block
+ * (s_execute skips foreign parents). Returns N. */
+static long s_block_start(s_conn_t *c, char *line)
+{
+    char *prep = NULL;
+    long blk = strtol(line, &prep, 10);
+    prep += strspn(prep, " ");
+    prep[strcspn(prep, "\n")] = '\0';
+    if (*prep && strcmp(prep, "-") != 0)
+        s_execute(c, prep, NULL);
+    for (int i = 0; i < 2; i++)
+        s_execute(c, "x = 42", NULL);
+    printf("go\n");
+    fflush(stdout);
+    return blk;
+}
+
 static void *s_socket(void *ctx, int type, const connfile_t *ci, int which, const char *id)
 {
     void *s = zmq_socket(ctx, type);
@@ -267,20 +287,9 @@ int main(int argc, char **argv)
             printf("%lld\n", (long long)(loop_now_us() - a));
         }
     } else if (strcmp(mode, "serve") == 0) {
-        /* The warm-ups also drain what other clients' runs left on iopub
-         * since the last block (s_execute skips foreign parents). */
         char line[4096];
         while (rc == 0 && fgets(line, sizeof line, stdin)) {
-            char *prep = NULL;
-            long blk = strtol(line, &prep, 10);
-            prep += strspn(prep, " ");
-            prep[strcspn(prep, "\n")] = '\0';
-            if (*prep && strcmp(prep, "-") != 0)
-                s_execute(&c, prep, NULL);
-            for (int i = 0; i < 2; i++)
-                s_execute(&c, "x = 42", NULL);
-            printf("go\n"); /* the bench samples CPU times here and at "end" */
-            fflush(stdout);
+            long blk = s_block_start(&c, line);
             for (long i = 0; i < blk; i++) {
                 int64_t a = loop_now_us();
                 if (s_execute(&c, "x = 42", NULL) < 0) {
@@ -326,16 +335,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         char line[4096];
         while (rc == 0 && fgets(line, sizeof line, stdin)) {
-            char *prep = NULL;
-            long blk = strtol(line, &prep, 10);
-            prep += strspn(prep, " ");
-            prep[strcspn(prep, "\n")] = '\0';
-            if (*prep && strcmp(prep, "-") != 0)
-                s_execute(&c, prep, NULL);
-            for (int i = 0; i < 2; i++)
-                s_execute(&c, "x = 42", NULL);
-            printf("go\n");
-            fflush(stdout);
+            long blk = s_block_start(&c, line);
             char x;
             if (write(p2c[1], &blk, sizeof blk) != (ssize_t)sizeof blk)
                 rc = 1;
