@@ -75,7 +75,12 @@ void jsontok_give(json_tokener **tok, int depth, size_t longest)
     *tok = NULL;
     if (!t)
         return;
-    s_cache_t *c = longest <= JSONTOK_KEEP_MAX ? s_cache(1) : NULL;
+    /* Only after a parse that succeeded: json_tokener_reset does not undo
+     * all of one that stopped half-way (a UTF-16 high surrogate waiting for
+     * its pair survives it, and the next string's first \u escape would
+     * come out as U+FFFD: found by fuzz_wire). */
+    s_cache_t *c = longest <= JSONTOK_KEEP_MAX && json_tokener_get_error(t) == json_tokener_success ? s_cache(1)
+                                                                                                   : NULL;
     for (int i = 0; c && i < S_SLOTS; i++) {
         if (!c->tok[i]) {
             /* Objects of a parse that stopped half-way stay on the
