@@ -57,6 +57,19 @@ static void s_feed(mcp_session_t *s, const char *line)
     mcp_session_handle(s, line, strlen(line), NULL);
 }
 
+/* A request json-c cannot finish, then one that must read as "ping". */
+static void s_bad_then_ping(const char *bad, const char *good)
+{
+    jsonrpc_msg_t m;
+    jsonrpc_parse(bad, strlen(bad), &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_INVALID);
+    jsonrpc_msg_free(&m);
+    jsonrpc_parse(good, strlen(good), &m);
+    CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
+    CHECK_EQ_STR(m.method, "ping");
+    jsonrpc_msg_free(&m);
+}
+
 /* jsonrpc_parse keeps its tokener for the next request, only after small
  * ones (a kept tokener keeps a buffer as long as its longest token), and a
  * parse that failed half-way leaves nothing behind for the next one. */
@@ -70,13 +83,7 @@ static void test_tokener_reuse(void)
     int kept = jsontok_kept();
     CHECK(kept >= 1);
     for (int i = 0; i < 3; i++) {
-        jsonrpc_parse(half, strlen(half), &m);
-        CHECK_EQ_INT(m.kind, JSONRPC_INVALID);
-        jsonrpc_msg_free(&m);
-        jsonrpc_parse(ping, strlen(ping), &m);
-        CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
-        CHECK_EQ_STR(m.method, "ping");
-        jsonrpc_msg_free(&m);
+        s_bad_then_ping(half, ping);
         CHECK_EQ_INT(jsontok_kept(), kept);
     }
     /* A parse that stops inside a surrogate pair leaves json-c's tokener
@@ -84,15 +91,8 @@ static void test_tokener_reuse(void)
      * tokener is not kept, or the next \u escape would decode as U+FFFD. */
     const char *cut = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\\ud800\\u00";
     const char *esc = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\\u0069ng\"}";
-    for (int i = 0; i < 2; i++) {
-        jsonrpc_parse(cut, strlen(cut), &m);
-        CHECK_EQ_INT(m.kind, JSONRPC_INVALID);
-        jsonrpc_msg_free(&m);
-        jsonrpc_parse(esc, strlen(esc), &m);
-        CHECK_EQ_INT(m.kind, JSONRPC_REQUEST);
-        CHECK_EQ_STR(m.method, "ping");
-        jsonrpc_msg_free(&m);
-    }
+    for (int i = 0; i < 2; i++)
+        s_bad_then_ping(cut, esc);
     /* A request with a long string: its tokener is freed, not kept. */
     buf_t b;
     buf_init(&b, 0);
