@@ -260,11 +260,7 @@ void kernel_proc_stop(kernel_proc_t *self, int grace_ms)
     }
     if (grace_ms > 0) {
         kernel_proc_signal(self, SIGTERM);
-        for (int waited = 0; waited < grace_ms; waited += 5) {
-            if (kernel_proc_reap(self, NULL))
-                break;
-            s_sleep_ms(5);
-        }
+        kernel_proc_wait(self, grace_ms);
     }
     kill(-self->pid, SIGKILL);
     kill(self->pid, SIGKILL);
