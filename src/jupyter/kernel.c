@@ -48,6 +48,7 @@ struct kernel {
     bool owned_file;              /* we wrote conn_path and remove it */
     char *log_path;               /* owned */
     bool interrupt_message;
+    bool ask_on_replace;          /* kernel_set_ask_on_replace */
     char info_id[WIRE_ID_LEN + 1];/* last kernel_info_request */
     bool got_reply, got_iopub, chans_up;
     int proof_ms;                 /* next wait for iopub proof (backs off) */
@@ -521,6 +522,11 @@ void kernel_check_exit(kernel_t *self)
     s_die(self, s_exit_reason(self, how));
 }
 
+void kernel_set_ask_on_replace(kernel_t *self, bool ask)
+{
+    self->ask_on_replace = ask;
+}
+
 void kernel_reap_destroyed(void)
 {
     kernel_proc_reap_orphans();
@@ -819,6 +825,18 @@ static void s_free_timer(loop_t *loop, void *ud)
     s_free(ud);
 }
 
+/* A replaced kernel's process asked to quit by kernel_destroy: SIGKILLed by
+ * the reaper if it has not gone when its grace is up. ud: NULL (the kernel_t
+ * is gone by then; the orphans are kernel_proc's). */
+static void s_reap_due(loop_t *loop, void *ud)
+{
+    (void)ud;
+    kernel_proc_reap_orphans();
+    int due = kernel_proc_orphans_due_ms();
+    if (due >= 0)
+        loop_timer(loop, due + 1, s_reap_due, NULL);
+}
+
 void kernel_destroy(kernel_t **self_p, int grace_ms)
 {
     if (!self_p || !*self_p)
@@ -842,6 +860,17 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         if (kernel_conn_send(self->conn, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(false), NULL,
                              NULL) == 0)
             grace_ms -= kernel_proc_wait(self->proc, grace_ms / 2);
+    }
+    if (self->proc && grace_ms == 0 && self->ask_on_replace && !kernel_proc_exited(self->proc) && self->conn &&
+        self->state == KERNEL_READY &&
+        kernel_conn_send(self->conn, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(false), NULL, NULL) ==
+            0) {
+        /* Replaced (restart, spare swap): asked to go, and not waited for.
+         * The reaper SIGKILLs it if it has not gone in KERNEL_QUIT_MS. */
+        kernel_proc_destroy_deferred(&self->proc, KERNEL_QUIT_MS);
+        int due = kernel_proc_orphans_due_ms();
+        if (due >= 0)
+            loop_timer(self->loop, due + 1, s_reap_due, NULL);
     }
     if (self->proc) {
         kernel_proc_stop(self->proc, grace_ms);

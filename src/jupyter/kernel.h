@@ -96,6 +96,13 @@ int kernel_interrupt(kernel_t *self);
 int kernel_restart_attached(kernel_t *self);
 /* Called when SIGCHLD arrived: checks whether this kernel's process exited. */
 void kernel_check_exit(kernel_t *self);
+/* For a kernel rat-py started here: when destroyed without grace (a restart
+ * or spare swap replaces it), ask it to shut down and leave it KERNEL_QUIT_MS
+ * to go by itself before its group is SIGKILLed, instead of SIGKILLing it at
+ * once (the default). Never waits either way. For kernels that clean up only
+ * when they quit (R's session directory). */
+void kernel_set_ask_on_replace(kernel_t *self, bool ask);
+#define KERNEL_QUIT_MS 1000
 /* Called when SIGCHLD arrived: reaps the processes of destroyed kernels
  * (kernel_destroy kills them and does not wait). */
 void kernel_reap_destroyed(void);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -271,17 +272,49 @@ void kernel_proc_stop(kernel_proc_t *self, int grace_ms)
      * kernel_proc_reap_orphans, which SIGCHLD drives. */
 }
 
-/* Killed processes not reaped yet (their SIGCHLD is still to come). */
-static pid_t *s_orphans;
+static int64_t s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Processes of destroyed kernel_procs not reaped yet: killed (their SIGCHLD
+ * is still to come), or left to quit by themselves and SIGKILLed at kill_at
+ * if they have not gone by then. */
+typedef struct {
+    pid_t pid;
+    int64_t kill_at; /* CLOCK_MONOTONIC ms; 0: SIGKILL already sent */
+} s_orphan_t;
+static s_orphan_t *s_orphans;
 static size_t s_norphans, s_orphans_cap;
+
+static void s_kill_group(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+}
 
 void kernel_proc_reap_orphans(void)
 {
     size_t k = 0;
+    int64_t now = -1;
     for (size_t i = 0; i < s_norphans; i++) {
-        pid_t r = waitpid(s_orphans[i], NULL, WNOHANG);
-        if (r == 0 || (r < 0 && errno == EINTR))
-            s_orphans[k++] = s_orphans[i]; /* still going */
+        s_orphan_t *o = &s_orphans[i];
+        pid_t r = waitpid(o->pid, NULL, WNOHANG);
+        if (r == 0 || (r < 0 && errno == EINTR)) {
+            if (o->kill_at) {
+                if (now < 0)
+                    now = s_now_ms();
+                if (now >= o->kill_at) {
+                    s_kill_group(o->pid); /* did not quit in time */
+                    o->kill_at = 0;
+                }
+            }
+            s_orphans[k++] = *o; /* still going */
+        } else if (o->kill_at) {
+            kill(-o->pid, SIGKILL); /* it quit: what it started goes with it */
+        }
     }
     s_norphans = k;
     if (!s_norphans) {
@@ -296,11 +329,23 @@ size_t kernel_proc_orphans(void)
     return s_norphans;
 }
 
+int kernel_proc_orphans_due_ms(void)
+{
+    int64_t first = 0;
+    for (size_t i = 0; i < s_norphans; i++)
+        if (s_orphans[i].kill_at && (!first || s_orphans[i].kill_at < first))
+            first = s_orphans[i].kill_at;
+    if (!first)
+        return -1;
+    int64_t left = first - s_now_ms();
+    return left > 0 ? (int)left : 0;
+}
+
 void kernel_proc_reap_all(int max_ms)
 {
     for (size_t i = 0; i < s_norphans; i++) {
-        kill(-s_orphans[i], SIGKILL);
-        kill(s_orphans[i], SIGKILL);
+        s_kill_group(s_orphans[i].pid);
+        s_orphans[i].kill_at = 0;
     }
     for (int waited = 0;; waited += 2) {
         kernel_proc_reap_orphans();
@@ -310,6 +355,23 @@ void kernel_proc_reap_all(int max_ms)
     }
     if (s_norphans)
         log_warn("%zu killed kernel process(es) still not reaped after %d ms", s_norphans, max_ms);
+}
+
+/* Frees *self_p, leaving a process that has not exited to the reaper (to be
+ * SIGKILLed at kill_at, unless 0). */
+static void s_free(kernel_proc_t **self_p, int64_t kill_at)
+{
+    kernel_proc_t *self = *self_p;
+    if (!self->exited) {
+        if (s_norphans == s_orphans_cap) {
+            s_orphans_cap = s_orphans_cap ? s_orphans_cap * 2 : 4;
+            s_orphans = xrealloc(s_orphans, s_orphans_cap * sizeof *s_orphans);
+        }
+        s_orphans[s_norphans++] = (s_orphan_t){.pid = self->pid, .kill_at = kill_at};
+    }
+    free(self->log_path);
+    free(self);
+    *self_p = NULL;
 }
 
 void kernel_proc_destroy(kernel_proc_t **self_p)
@@ -323,16 +385,19 @@ void kernel_proc_destroy(kernel_proc_t **self_p)
      * (unit.runtime's restart test saw that under valgrind). */
     if (!self->killed)
         kernel_proc_stop(self, 0);
-    if (!self->exited) {
-        if (s_norphans == s_orphans_cap) {
-            s_orphans_cap = s_orphans_cap ? s_orphans_cap * 2 : 4;
-            s_orphans = xrealloc(s_orphans, s_orphans_cap * sizeof *s_orphans);
-        }
-        s_orphans[s_norphans++] = self->pid;
+    s_free(self_p, 0);
+}
+
+void kernel_proc_destroy_deferred(kernel_proc_t **self_p, int grace_ms)
+{
+    if (!self_p || !*self_p)
+        return;
+    kernel_proc_t *self = *self_p;
+    if (self->killed || kernel_proc_reap(self, NULL) || grace_ms <= 0) {
+        kernel_proc_destroy(self_p);
+        return;
     }
-    free(self->log_path);
-    free(self);
-    *self_p = NULL;
+    s_free(self_p, s_now_ms() + grace_ms);
 }
 
 void kernel_proc_describe(int status, char *out, size_t outlen)

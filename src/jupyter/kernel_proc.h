@@ -47,11 +47,21 @@ void kernel_proc_stop(kernel_proc_t *self, int grace_ms);
 /* Stops the process if needed (no grace) and frees. A process that has not
  * exited yet is reaped later by kernel_proc_reap_orphans. */
 void kernel_proc_destroy(kernel_proc_t **self_p);
-/* Reaps, without blocking, the killed processes of destroyed kernel_procs
- * (call on SIGCHLD). */
+/* Frees without stopping a process that was asked to quit (a
+ * shutdown_request: R removes its session directory, /tmp/RtmpXXXXXX, only
+ * when it quits by itself): kernel_proc_reap_orphans reaps it when it goes,
+ * or SIGKILLs its group once grace_ms are up. Never waits. */
+void kernel_proc_destroy_deferred(kernel_proc_t **self_p, int grace_ms);
+/* Reaps, without blocking, the processes of destroyed kernel_procs (call on
+ * SIGCHLD, and when kernel_proc_orphans_due_ms says), SIGKILLs the group of
+ * a deferred one that went (what it started goes with it), and the group of
+ * one whose grace is up. */
 void kernel_proc_reap_orphans(void);
 /* How many of them are still to be reaped. */
 size_t kernel_proc_orphans(void);
+/* Milliseconds until the first deferred process's grace is up (call
+ * kernel_proc_reap_orphans then), or -1 when none is waiting. */
+int kernel_proc_orphans_due_ms(void);
 /* At exit: SIGKILLs them again and waits up to max_ms until all are reaped,
  * so rat-py never leaves a kernel behind. */
 void kernel_proc_reap_all(int max_ms);

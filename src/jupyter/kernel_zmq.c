@@ -280,6 +280,14 @@ static void s_destroy(kernel_conn_t *base)
         loop_unwatch(self->loop, c->mon_watch);
         if (c->sock) {
             zmq_socket_monitor(c->sock, NULL, 0);
+            if (i == KCHAN_CONTROL) {
+                /* A shutdown_request sent just before (kernel_destroy asks a
+                 * replaced R kernel to go) still leaves: zmq_close returns at
+                 * once and libzmq's I/O thread delivers it, for at most this
+                 * long (what zmq_ctx_term may wait at exit). */
+                int linger = 200;
+                zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
+            }
             zmq_close(c->sock);
         }
         if (c->mon)

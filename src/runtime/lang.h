@@ -60,6 +60,10 @@ typedef struct lang {
      * (IPython's post_run_cell hook + payload manager), so a run needs no
      * user_expression, and errors need no second request. */
     bool snapshot_in_payload;
+    /* A replaced kernel (restart, spare swap) is asked to shut down and
+     * given a second, not SIGKILLed at once: it cleans up only when it quits
+     * by itself. See kernel_set_ask_on_replace. */
+    bool ask_on_replace;
 } lang_t;
 
 /* The adapters, one file each (lang_python.c, lang_r.c). */

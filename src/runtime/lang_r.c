@@ -115,4 +115,8 @@ const lang_t lang_r = {
     .probe_code = "cat(file.path(R.home(\"bin\"), \"R\"), \"\\n\", sep = \"\")\n"
                   "cat(\"IRkernel\", format(utils::packageVersion(\"IRkernel\")), \"\\n\")",
     .noop_code = "invisible(NULL)",
+    /* R removes its session directory (/tmp/RtmpXXXXXX, where tempfile()
+     * writes) only when it quits by itself; a SIGKILL leaves it behind. (Its
+     * SIGUSR1/SIGUSR2 would save the workspace to .RData first.) */
+    .ask_on_replace = true,
 };

@@ -27,6 +27,8 @@ static void s_spare_ready(void *ud, kernel_t *k, json_object *info)
                                ? json_object_get_string(name)
                                : NULL;
     const lang_t *lang = lang_find(language);
+    if (lang)
+        kernel_set_ask_on_replace(k, lang->ask_on_replace);
     if (lang && lang->install) {
         buf_t b;
         buf_init(&b, 0);

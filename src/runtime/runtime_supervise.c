@@ -30,6 +30,8 @@ void rt_on_ready(void *ud, kernel_t *k, json_object *info)
     free(self->implementation);
     self->implementation = xstrdup(impl ? impl : "");
     self->lang = lang_find(self->language);
+    if (self->lang)
+        kernel_set_ask_on_replace(k, self->lang->ask_on_replace);
     self->kstate = ST_READY;
     json_object_put(self->snapshot);
     self->snapshot = NULL;

@@ -105,11 +105,18 @@ test('reset clears the workspace; scope all is refused with a reason; restart gi
   r = await ctl(h, 'reset', { scope: 'all' });
   assert.equal(r.isError, true);
   assert.match(r.text, /not available for r kernels/);
-  await run(h, 'y <- 1');
+  r = await run(h, 'y <- 1; cat(Sys.getpid(), tempdir(), "\\n"); writeLines("x", tempfile())');
+  const [, oldPid, oldDir] = /^(\d+) (\S+)/.exec(r.text);
+  assert.match(oldDir, /Rtmp/);
+  assert.ok(existsSync(oldDir));
   r = await ctl(h, 'restart');
   assert.equal(r.text, 'RESTARTED | interpreter reinitialized | 0 vars');
   r = await run(h, 'exists("y")');
   assert.match(r.text, /^\[1\] FALSE\n/);
+  // The replaced R was sent SIGUSR2 (quit without saving), not SIGKILL: it
+  // removed its session directory, and it was reaped.
+  await until(() => !existsSync(oldDir), ms(3000), `the old R's session directory ${oldDir} to be removed`);
+  await until(() => !existsSync(`/proc/${oldPid}`), ms(3000), `the old R (pid ${oldPid}) to be reaped`);
 });
 
 test('when rat-py exits, R quits by itself: its session directory is gone, and the exit stays quick', async () => {

@@ -1,5 +1,6 @@
 /* Unit tests of the ZeroMQ kernel connection (src/jupyter/kernel_zmq.c) against
- * sockets playing an already running kernel, as when attaching.
+ * sockets playing an already running kernel, as when attaching; and of how
+ * kernel_proc starts and ends a kernel process (src/jupyter/kernel_proc.c).
  *
  * Issue 14 item 3: the monitor that reports each channel's finished
  * handshake was started after zmq_connect; with a kernel already
@@ -7,6 +8,8 @@
  * connection never reported KCONN_UP and the attach failed after the boot
  * timeout. kernel_zmq_test_connect_delay_ms makes that ordering certain. */
 #include <fcntl.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -156,10 +159,125 @@ static void test_exec_failure_reported_with_high_fds(void)
     setrlimit(RLIMIT_NOFILE, &saved);
 }
 
+static long s_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void s_sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The state letter of /proc/PID/stat ('Z': a zombie), or 0 when it is gone. */
+static char s_proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* A replaced kernel that was asked to shut down (kernel_destroy's shutdown
+ * request, for R) is freed without a SIGKILL; if it has not gone when its
+ * grace is up, the reaper SIGKILLs it. */
+static void test_deferred_destroy_kills_when_grace_is_up(void)
+{
+    char *argv[] = {"sleep", "60", NULL};
+    kernel_proc_opts_t o = {.argv = argv};
+    char err[256] = "";
+    kernel_proc_t *p = kernel_proc_spawn(&o, err, sizeof err);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    pid_t pid = kernel_proc_pid(p);
+    long t0 = s_ms();
+    kernel_proc_destroy_deferred(&p, 300);
+    CHECK(p == NULL);
+    CHECK_EQ_INT(kernel_proc_orphans(), 1);
+    int due = kernel_proc_orphans_due_ms();
+    CHECK(due > 0 && due <= 300);
+    s_sleep_ms(100);
+    kernel_proc_reap_orphans();
+    CHECK(s_proc_state(pid) != 0 && s_proc_state(pid) != 'Z'); /* not killed at once */
+    CHECK_EQ_INT(kernel_proc_orphans(), 1);
+    s_sleep_ms(kernel_proc_orphans_due_ms() + 5);
+    kernel_proc_reap_orphans(); /* grace is up: SIGKILL */
+    CHECK_EQ_INT(kernel_proc_orphans_due_ms(), -1);
+    while (kernel_proc_orphans() && s_ms() - t0 < 10000) {
+        s_sleep_ms(5);
+        kernel_proc_reap_orphans();
+    }
+    CHECK_EQ_INT(kernel_proc_orphans(), 0);
+    CHECK(s_ms() - t0 >= 300);
+    CHECK(s_proc_state(pid) == 0); /* reaped */
+}
+
+/* One that goes by itself within its grace is reaped then, and what it
+ * started (its process group) is SIGKILLed with it. */
+static void test_deferred_destroy_reaps_what_goes(void)
+{
+    char file[] = "/tmp/rat-test-quit-XXXXXX";
+    int fd = mkstemp(file);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    close(fd);
+    char *script = xasprintf("sleep 60 & echo $! > %s; wait", file);
+    char *argv[] = {"sh", "-c", script, NULL};
+    kernel_proc_opts_t o = {.argv = argv};
+    char err[256] = "";
+    kernel_proc_t *p = kernel_proc_spawn(&o, err, sizeof err);
+    CHECK(p != NULL);
+    pid_t child = 0;
+    for (long t0 = s_ms(); p && !child && s_ms() - t0 < 10000; s_sleep_ms(5)) {
+        FILE *f = fopen(file, "r");
+        long v = 0;
+        if (f && fscanf(f, "%ld", &v) == 1)
+            child = (pid_t)v;
+        if (f)
+            fclose(f);
+    }
+    CHECK(child > 0);
+    if (p) {
+        pid_t pid = kernel_proc_pid(p);
+        long t0 = s_ms();
+        kernel_proc_destroy_deferred(&p, 5000);
+        kill(pid, SIGTERM); /* the shell goes (a kernel would, on its shutdown request) */
+        while (kernel_proc_orphans() && s_ms() - t0 < 10000) {
+            s_sleep_ms(5);
+            kernel_proc_reap_orphans();
+        }
+        CHECK_EQ_INT(kernel_proc_orphans(), 0);
+        CHECK(s_ms() - t0 < 5000); /* reaped when it went, not at the deadline */
+        CHECK(s_proc_state(pid) == 0);
+        CHECK_EQ_INT(kernel_proc_orphans_due_ms(), -1);
+        /* The group's `sleep` was SIGKILLed when the shell was reaped (it is
+         * init's child now: gone, or a zombie until init reaps it). */
+        for (long t1 = s_ms(); child > 0 && s_proc_state(child) != 0 && s_proc_state(child) != 'Z' &&
+                               s_ms() - t1 < 10000;)
+            s_sleep_ms(5);
+        CHECK(child > 0 && (s_proc_state(child) == 0 || s_proc_state(child) == 'Z'));
+    }
+    free(script);
+    unlink(file);
+}
+
 int main(void)
 {
     RUN_CASE(test_exec_failure_reported_with_high_fds);
     RUN_CASE(test_attach_up);
     RUN_CASE(test_attach_up_when_handshakes_finish_first);
+    RUN_CASE(test_deferred_destroy_kills_when_grace_is_up);
+    RUN_CASE(test_deferred_destroy_reaps_what_goes);
     return check_report("unit.kernel_zmq");
 }
