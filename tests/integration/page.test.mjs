@@ -345,6 +345,34 @@ test('with --token: the printed URL works, the page refuses without it', { skip:
   }
 });
 
+test('a cell run while the page is still connecting waits for the connection', { skip: SKIP }, async () => {
+  // Shift+Enter right after the page opened (the R test below does that,
+  // and under valgrind rat-py answers initialize slowly): the run went out
+  // without a session, rat-py refused it, and the cell showed the refusal.
+  const p = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await p.route('**/mcp', async (route) => {
+    if (route.request().method() === 'POST' && /"method":"initialize"/.test(route.request().postData() || '')) await held;
+    await route.continue();
+  });
+  try {
+    await p.goto(`${srv.base}/`);
+    const cell = p.locator('.cell').first();
+    await cell.locator('.cm-content').click();
+    await p.keyboard.insertText('print(6 * 7)');
+    await p.keyboard.press('Shift+Enter');
+    await cell.locator('.footer', { hasText: 'queued' }).or(cell.locator('.footer', { hasText: 'waiting' })).waitFor({ timeout: T(10000) });
+    assert.doesNotMatch(await p.locator('#status').textContent(), /^connected/);
+    release();
+    await cell.locator('.out', { hasText: '42' }).waitFor({ timeout: T(30000) });
+    await cell.locator('.footer', { hasText: /✓/ }).waitFor({ timeout: T(30000) });
+  } finally {
+    release();
+    await p.close();
+  }
+});
+
 test('an R kernel: the editor highlights R, a cell runs, the notebook is saved for the ir kernelspec', { skip: SKIP }, async () => {
   const s3 = await startHttp(['--kernel', 'ir']);
   const p3 = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });

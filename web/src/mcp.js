@@ -44,6 +44,10 @@ export class Mcp {
     this.nextId = 1;
     this.onNotification = () => {};   // server-wide notifications (GET stream)
     this.serverInfo = null;
+    // Settles when connect() has: a call made before (Shift+Enter while the
+    // page loads) waits for the session instead of going without one.
+    this.connected = new Promise((resolve, reject) => { this.settle = { resolve, reject }; });
+    this.connected.catch(() => {});
   }
 
   headers() {
@@ -89,12 +93,19 @@ export class Mcp {
   }
 
   async connect() {
-    const r = await this.request('initialize', {
-      protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'rat-py-page', version: '1' },
-    });
-    this.serverInfo = r.serverInfo;
-    this.instructions = r.instructions || '';
-    await this.notify('notifications/initialized');
+    let r;
+    try {
+      r = await this.request('initialize', {
+        protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'rat-py-page', version: '1' },
+      });
+      this.serverInfo = r.serverInfo;
+      this.instructions = r.instructions || '';
+      await this.notify('notifications/initialized');
+    } catch (e) {
+      this.settle.reject(e);
+      throw e;
+    }
+    this.settle.resolve();
     this.listen();
     return r;
   }
@@ -117,6 +128,7 @@ export class Mcp {
 
   // tools/call; returns {text, isError, structured} (text: the text items joined).
   async call(name, args, onNote) {
+    await this.connected;
     const r = await this.request('tools/call', { name, arguments: args }, onNote);
     const text = (r.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
     return { text, isError: !!r.isError, structured: r.structuredContent || null };
