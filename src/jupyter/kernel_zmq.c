@@ -194,6 +194,14 @@ static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const c
     wire_encode(&self->out, &self->auth, self->session, msg_type, ptext, content);
     const char *id = self->out.msg_id;
     void *s = self->chans[ch].sock;
+    if (strcmp(msg_type, "shutdown_request") == 0) {
+        /* The connection is closed right after (kernel_destroy does not wait
+         * for a replaced R kernel): libzmq's I/O thread still delivers this
+         * after zmq_close, for at most this long, which zmq_ctx_term may then
+         * wait at exit. Everything else is dropped at close (linger 0). */
+        int linger = 200;
+        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    }
     int rc = 0;
     rc |= zmq_send(s, WIRE_DELIM, sizeof WIRE_DELIM - 1, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
     rc |= zmq_send(s, self->out.sig, strlen(self->out.sig), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
@@ -280,14 +288,6 @@ static void s_destroy(kernel_conn_t *base)
         loop_unwatch(self->loop, c->mon_watch);
         if (c->sock) {
             zmq_socket_monitor(c->sock, NULL, 0);
-            if (i == KCHAN_CONTROL) {
-                /* A shutdown_request sent just before (kernel_destroy asks a
-                 * replaced R kernel to go) still leaves: zmq_close returns at
-                 * once and libzmq's I/O thread delivers it, for at most this
-                 * long (what zmq_ctx_term may wait at exit). */
-                int linger = 200;
-                zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
-            }
             zmq_close(c->sock);
         }
         if (c->mon)
