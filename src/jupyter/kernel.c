@@ -828,13 +828,21 @@ static void s_free_timer(loop_t *loop, void *ud)
 /* A replaced kernel's process asked to quit by kernel_destroy: SIGKILLed by
  * the reaper if it has not gone when its grace is up. ud: NULL (the kernel_t
  * is gone by then; the orphans are kernel_proc's). */
+static void s_reap_due(loop_t *loop, void *ud);
+
+/* Arms s_reap_due for the first deferred process's deadline, if any. */
+static void s_arm_reaper(loop_t *loop)
+{
+    int due = kernel_proc_orphans_due_ms();
+    if (due >= 0)
+        loop_timer(loop, due + 1, s_reap_due, NULL);
+}
+
 static void s_reap_due(loop_t *loop, void *ud)
 {
     (void)ud;
     kernel_proc_reap_orphans();
-    int due = kernel_proc_orphans_due_ms();
-    if (due >= 0)
-        loop_timer(loop, due + 1, s_reap_due, NULL);
+    s_arm_reaper(loop);
 }
 
 void kernel_destroy(kernel_t **self_p, int grace_ms)
@@ -868,9 +876,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         /* Replaced (restart, spare swap): asked to go, and not waited for.
          * The reaper SIGKILLs it if it has not gone in KERNEL_QUIT_MS. */
         kernel_proc_destroy_deferred(&self->proc, KERNEL_QUIT_MS);
-        int due = kernel_proc_orphans_due_ms();
-        if (due >= 0)
-            loop_timer(self->loop, due + 1, s_reap_due, NULL);
+        s_arm_reaper(self->loop);
     }
     if (self->proc) {
         kernel_proc_stop(self->proc, grace_ms);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -19,6 +18,7 @@
 
 #include "fileio.h"
 #include "log.h"
+#include "loop.h"
 #include "mem.h"
 
 extern char **environ;
@@ -272,19 +272,12 @@ void kernel_proc_stop(kernel_proc_t *self, int grace_ms)
      * kernel_proc_reap_orphans, which SIGCHLD drives. */
 }
 
-static int64_t s_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Processes of destroyed kernel_procs not reaped yet: killed (their SIGCHLD
  * is still to come), or left to quit by themselves and SIGKILLed at kill_at
  * if they have not gone by then. */
 typedef struct {
     pid_t pid;
-    int64_t kill_at; /* CLOCK_MONOTONIC ms; 0: SIGKILL already sent */
+    int64_t kill_at; /* loop_now_ms() time; 0: SIGKILL already sent */
 } s_orphan_t;
 static s_orphan_t *s_orphans;
 static size_t s_norphans, s_orphans_cap;
@@ -305,7 +298,7 @@ void kernel_proc_reap_orphans(void)
         if (r == 0 || (r < 0 && errno == EINTR)) {
             if (o->kill_at) {
                 if (now < 0)
-                    now = s_now_ms();
+                    now = loop_now_ms();
                 if (now >= o->kill_at) {
                     s_kill_group(o->pid); /* did not quit in time */
                     o->kill_at = 0;
@@ -337,7 +330,7 @@ int kernel_proc_orphans_due_ms(void)
             first = s_orphans[i].kill_at;
     if (!first)
         return -1;
-    int64_t left = first - s_now_ms();
+    int64_t left = first - loop_now_ms();
     return left > 0 ? (int)left : 0;
 }
 
@@ -397,7 +390,7 @@ void kernel_proc_destroy_deferred(kernel_proc_t **self_p, int grace_ms)
         kernel_proc_destroy(self_p);
         return;
     }
-    s_free(self_p, s_now_ms() + grace_ms);
+    s_free(self_p, loop_now_ms() + grace_ms);
 }
 
 void kernel_proc_describe(int status, char *out, size_t outlen)

@@ -159,13 +159,6 @@ static void test_exec_failure_reported_with_high_fds(void)
     setrlimit(RLIMIT_NOFILE, &saved);
 }
 
-static long s_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void s_sleep_ms(long ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
@@ -200,7 +193,7 @@ static void test_deferred_destroy_kills_when_grace_is_up(void)
     if (!p)
         return;
     pid_t pid = kernel_proc_pid(p);
-    long t0 = s_ms();
+    int64_t t0 = loop_now_ms();
     kernel_proc_destroy_deferred(&p, 300);
     CHECK(p == NULL);
     CHECK_EQ_INT(kernel_proc_orphans(), 1);
@@ -213,12 +206,12 @@ static void test_deferred_destroy_kills_when_grace_is_up(void)
     s_sleep_ms(kernel_proc_orphans_due_ms() + 5);
     kernel_proc_reap_orphans(); /* grace is up: SIGKILL */
     CHECK_EQ_INT(kernel_proc_orphans_due_ms(), -1);
-    while (kernel_proc_orphans() && s_ms() - t0 < 10000) {
+    while (kernel_proc_orphans() && loop_now_ms() - t0 < 10000) {
         s_sleep_ms(5);
         kernel_proc_reap_orphans();
     }
     CHECK_EQ_INT(kernel_proc_orphans(), 0);
-    CHECK(s_ms() - t0 >= 300);
+    CHECK(loop_now_ms() - t0 >= 300);
     CHECK(s_proc_state(pid) == 0); /* reaped */
 }
 
@@ -239,7 +232,7 @@ static void test_deferred_destroy_reaps_what_goes(void)
     kernel_proc_t *p = kernel_proc_spawn(&o, err, sizeof err);
     CHECK(p != NULL);
     pid_t child = 0;
-    for (long t0 = s_ms(); p && !child && s_ms() - t0 < 10000; s_sleep_ms(5)) {
+    for (int64_t t0 = loop_now_ms(); p && !child && loop_now_ms() - t0 < 10000; s_sleep_ms(5)) {
         FILE *f = fopen(file, "r");
         long v = 0;
         if (f && fscanf(f, "%ld", &v) == 1)
@@ -250,21 +243,21 @@ static void test_deferred_destroy_reaps_what_goes(void)
     CHECK(child > 0);
     if (p) {
         pid_t pid = kernel_proc_pid(p);
-        long t0 = s_ms();
+        int64_t t0 = loop_now_ms();
         kernel_proc_destroy_deferred(&p, 5000);
         kill(pid, SIGTERM); /* the shell goes (a kernel would, on its shutdown request) */
-        while (kernel_proc_orphans() && s_ms() - t0 < 10000) {
+        while (kernel_proc_orphans() && loop_now_ms() - t0 < 10000) {
             s_sleep_ms(5);
             kernel_proc_reap_orphans();
         }
         CHECK_EQ_INT(kernel_proc_orphans(), 0);
-        CHECK(s_ms() - t0 < 5000); /* reaped when it went, not at the deadline */
+        CHECK(loop_now_ms() - t0 < 5000); /* reaped when it went, not at the deadline */
         CHECK(s_proc_state(pid) == 0);
         CHECK_EQ_INT(kernel_proc_orphans_due_ms(), -1);
         /* The group's `sleep` was SIGKILLed when the shell was reaped (it is
          * init's child now: gone, or a zombie until init reaps it). */
-        for (long t1 = s_ms(); child > 0 && s_proc_state(child) != 0 && s_proc_state(child) != 'Z' &&
-                               s_ms() - t1 < 10000;)
+        for (int64_t t1 = loop_now_ms(); child > 0 && s_proc_state(child) != 0 && s_proc_state(child) != 'Z' &&
+                               loop_now_ms() - t1 < 10000;)
             s_sleep_ms(5);
         CHECK(child > 0 && (s_proc_state(child) == 0 || s_proc_state(child) == 'Z'));
     }
