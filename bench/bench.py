@@ -24,9 +24,10 @@ import tempfile
 # rat-py's helper hook serves rat-py's runs only, so it is taken out before
 # the floor's and jupyter_client's blocks and put back before rat-py's (the
 # same lines hook_cost.py alternates).
-from hook_cost import REHOOK, UNHOOK as UNHOOK_ONLY
+from hook_cost import REHOOK, UNHOOK as UNHOOK_ONLY, load_hook_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOAD_HOOK = load_hook_line(os.path.join(ROOT, "helpers", "rat_helper.py"))
 B = os.path.join(ROOT, "build", "bench")
 RAT = os.path.join(B, "rat-py")
 FLOOR = os.path.join(B, "floor")
@@ -175,6 +176,10 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
     runs left on iopub. Around each block's timed calls, the CPU time of the
     kernel and of each contender's processes is sampled (all threads,
     schedstat).
+    The fifth contender is the floor relay again with rat-py's hook in for
+    its blocks (prep: load the helper if no rat-py has yet, then hook): the
+    least any stdio bridge that reports the variable count after every run,
+    as rat-py's footer does, can cost on this kernel.
     A process is also a sample: two identical floor processes on one kernel
     differ by -44..+72 us (2026-12-01, eight pairs of 60 blocks), where it
     lands and how its memory falls, for as long as it lives. So each
@@ -183,9 +188,9 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
     contender, a list per round of (block times [[us]], kernel CPU ns, own
     CPU ns {name: ns}, calls)."""
     from jupyter_client.manager import KernelManager
-    names = "fjrp"
+    names = "fjrpq"
     got = {c: [] for c in names}
-    preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK, "p": UNHOOK_ONLY}
+    preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK, "p": UNHOOK_ONLY, "q": LOAD_HOOK}
     timers = {}   # the relay's timing process, stopped and continued with it
 
     def stop(procs):
@@ -208,7 +213,8 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
             cmds = {"f": [FLOOR, "serve", "0", cf],
                     "j": [PY, "-u", os.path.join(ROOT, "bench", "jc_bench.py"), "serve", "0", cf],
                     "r": [MCPC, "serve", "--"] + rat("--existing", cf),
-                    "p": [FLOOR, "relay", "0", cf]}
+                    "p": [FLOOR, "relay", "0", cf],
+                    "q": [FLOOR, "relay", "0", cf]}
             acc = {c: ([], 0, {}, 0) for c in names}
             for b in range(blocks):
                 if b * generations % blocks < generations:   # the first block of a generation
@@ -217,12 +223,14 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
                     for c in names:
                         procs[c] = subprocess.Popen(cmds[c], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                     text=True, bufsize=1)
-                    timers[procs["p"].pid] = [int(procs["p"].stdout.readline().split()[1])]   # "pid N"
-                for c in names[(k + b) % 4:] + names[:(k + b) % 4]:
+                    for c in "pq":
+                        timers[procs[c].pid] = [int(procs[c].stdout.readline().split()[1])]   # "pid N"
+                for c in names[(k + b) % len(names):] + names[:(k + b) % len(names)]:
                     p = procs[c]
                     pids = {"f": {"floor": [p.pid]}, "j": {"python": [p.pid]},
                             "r": {"rat-py": children(p.pid), "mcpc": [p.pid]},
-                            "p": {"floor": [p.pid], "timer": timers.get(p.pid, [])}}[c]
+                            "p": {"floor": [p.pid], "timer": timers.get(p.pid, [])},
+                            "q": {"floor": [p.pid], "timer": timers.get(p.pid, [])}}[c]
                     for pid in (q for ps in pids.values() for q in ps):
                         os.kill(pid, signal.SIGCONT)
                     p.stdin.write("%d %s\n" % (per_block, preps[c]))
@@ -298,6 +306,17 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
                                             med([a / b for a, b in zip(r_med, p_med)])),
         "%.2f ms, %+.0f µs, %.3f×" % (med(p_med) / 1000, med([a - b for a, b in zip(p_med, f_med)]),
                                       med([a / b for a, b in zip(p_med, f_med)])),
+        "", "", None)
+    # The same relay with rat-py's hook in: what the variable count in the
+    # footer costs any stdio bridge at the least. rat-py's own work is what
+    # it adds over this.
+    q_med = [med([t for bt in rnd[0] for t in bt]) for rnd in got["q"]]
+    row("↳ the floor relay with rat-py's post-run hook in (the least any stdio bridge that counts the variables "
+        "after every run can cost)",
+        "rat-py over it: %+.0f µs, %.3f×" % (med([a - b for a, b in zip(r_med, q_med)]),
+                                            med([a / b for a, b in zip(r_med, q_med)])),
+        "%.2f ms, %+.0f µs, %.3f×" % (med(q_med) / 1000, med([a - b for a, b in zip(q_med, f_med)]),
+                                      med([a / b for a, b in zip(q_med, f_med)])),
         "", "", None)
     return f
 

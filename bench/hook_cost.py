@@ -22,6 +22,20 @@ UNHOOK = ("(lambda cbs: cbs.__setitem__(slice(None), [cb for cb in cbs if not ge
 REHOOK = "__import__('_rat')._register()"   # UNHOOK and REHOOK: bench.py's interleaved blocks use them too
 
 
+def load_line(helper):
+    """One line of code that installs the helper from its file as rat-py
+    installs it (module `_rat`, which hooks itself in as it loads)."""
+    return ("(lambda s, t, src: (s.modules.__setitem__('_rat', t.ModuleType('_rat')), "
+            "exec(compile(src, '<rat-py helper>', 'exec'), s.modules['_rat'].__dict__)))"
+            "(__import__('sys'), __import__('types'), open(%r).read())" % os.path.abspath(helper))
+
+
+def load_hook_line(helper):
+    """The helper's hook in, loading the helper first when no rat-py has."""
+    return ("(__import__('sys').modules.get('_rat') or (%s, __import__('sys').modules['_rat'])[1])._register()"
+            % load_line(helper))
+
+
 def main():
     from jupyter_client.manager import KernelManager
     ap = argparse.ArgumentParser()
@@ -30,9 +44,7 @@ def main():
     ap.add_argument("--runs-before", type=int, default=0)
     a = ap.parse_args()
     # The floor reads one line per block: load the helper from its file.
-    load = ("(lambda s, t, src: (s.modules.__setitem__('_rat', t.ModuleType('_rat')), "
-            "exec(compile(src, '<rat-py helper>', 'exec'), s.modules['_rat'].__dict__)))"
-            "(__import__('sys'), __import__('types'), open(%r).read())" % os.path.abspath(a.helper))
+    load = load_line(a.helper)
     ipdir = tempfile.mkdtemp(prefix="hook-cost-ipython-")
     km = KernelManager(kernel_name="python3")
     km.start_kernel(env=dict(os.environ, IPYTHONDIR=ipdir))
