@@ -291,9 +291,10 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
         kern = med([rnd[1] / rnd[3] / 1000 for rnd in got[c]])
         own = {n: med([rnd[2][n] / rnd[3] / 1000 for rnd in got[c]]) for n in got[c][0][2]}
         return kern, own
-    (rk, ro), (fk, fo), (jk, jo) = cpu("r"), cpu("f"), cpu("j")
+    (rk, ro), (fk, fo), (jk, jo), (qk, _) = cpu("r"), cpu("f"), cpu("j"), cpu("q")
     row("↳ CPU per round trip (same runs): kernel; the client's own processes",
-        "kernel %.0f µs (%+.0f); rat-py %.0f µs, mcpc %.0f µs" % (rk, rk - fk, ro["rat-py"], ro["mcpc"]),
+        "kernel %.0f µs (%+.0f; the hooked relay's runs: %+.0f); rat-py %.0f µs, mcpc %.0f µs" % (
+            rk, rk - fk, qk - fk, ro["rat-py"], ro["mcpc"]),
         "kernel %.0f µs; floor %.0f µs" % (fk, fo["floor"]), "kernel %.0f µs; python %.0f µs" % (jk, jo["python"]),
         "", None)
     # What the stdio structure alone costs (two pipe hops, two processes
