@@ -277,7 +277,9 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
     rf = med(ratios)
     rj = med([a / b for a, b in zip(r_med, j_med)])
     blk = sorted(med(a) / med(b) for rr, ff in zip(got["r"], got["f"]) for a, b in zip(rr[0], ff[0]))
-    target = "≤ %.2f× floor" % target_ratio + (", ≤ %.1f× jc" % jc_ratio if jc_ratio else "")
+    # No target (None): the ratio is shown, nothing is judged.
+    target = ("≤ %.2f× floor" % target_ratio if target_ratio else "ratio to the floor, not a target") + (
+        ", ≤ %.1f× jc" % jc_ratio if jc_ratio else "")
     row(what + ", median (p99)",
         "%.2f ms (%.2f), %+.0f µs" % (r, pct(r_all, 0.99) / 1000, added),
         "%.2f ms (%.2f)" % (f, pct(f_all, 0.99) / 1000),
@@ -285,7 +287,7 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
         "%s: %.3f×%s (per round: %s; per block p10/p50/p90: %.2f/%.2f/%.2f, %d blocks)" % (
             target, rf, ", %.2f× jc" % rj if jc_ratio else "", " ".join("%.3f" % x for x in ratios),
             pct(blk, 0.1), pct(blk, 0.5), pct(blk, 0.9), len(blk)),
-        rf <= target_ratio and (jc_ratio is None or rj <= jc_ratio))
+        (rf <= target_ratio and (jc_ratio is None or rj <= jc_ratio)) if target_ratio else None)
 
     def cpu(c):
         kern = med([rnd[1] / rnd[3] / 1000 for rnd in got[c]])
@@ -352,12 +354,14 @@ def bench_long_session():
 
 def bench_many_vars():
     """The same with 10 000 user variables: there the snapshot's cost is the
-    user's names (counted and filtered on every run), not the session's."""
+    user's names (counted and filtered on every run), not the session's.
+    Issue 14 asked for this row, not for a target on it: counting the
+    user's names is O(names) on every run, by definition of the count."""
     nvars = 10000
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
     got = interleaved(ROUNDS, BLOCKS, PER_BLOCK, generations=GENERATIONS,
                       prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
-    rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, 1.03)
+    rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, None)
 
 
 def bench_hook():
