@@ -227,10 +227,9 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
                         timers[procs[c].pid] = [int(procs[c].stdout.readline().split()[1])]   # "pid N"
                 for c in names[(k + b) % len(names):] + names[:(k + b) % len(names)]:
                     p = procs[c]
+                    relay = {"floor": [p.pid], "timer": timers.get(p.pid, [])}
                     pids = {"f": {"floor": [p.pid]}, "j": {"python": [p.pid]},
-                            "r": {"rat-py": children(p.pid), "mcpc": [p.pid]},
-                            "p": {"floor": [p.pid], "timer": timers.get(p.pid, [])},
-                            "q": {"floor": [p.pid], "timer": timers.get(p.pid, [])}}[c]
+                            "r": {"rat-py": children(p.pid), "mcpc": [p.pid]}, "p": relay, "q": relay}[c]
                     for pid in (q for ps in pids.values() for q in ps):
                         os.kill(pid, signal.SIGCONT)
                     p.stdin.write("%d %s\n" % (per_block, preps[c]))
@@ -299,28 +298,24 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
             rk, rk - fk, qk - fk, ro["rat-py"], ro["mcpc"]),
         "kernel %.0f µs; floor %.0f µs" % (fk, fo["floor"]), "kernel %.0f µs; python %.0f µs" % (jk, jo["python"]),
         "", None)
+
+    def relay_row(c, what):
+        m = [med([t for bt in rnd[0] for t in bt]) for rnd in got[c]]
+        row(what,
+            "rat-py over it: %+.0f µs, %.3f×" % (med([a - b for a, b in zip(r_med, m)]),
+                                                med([a / b for a, b in zip(r_med, m)])),
+            "%.2f ms, %+.0f µs, %.3f×" % (med(m) / 1000, med([a - b for a, b in zip(m, f_med)]),
+                                          med([a / b for a, b in zip(m, f_med)])),
+            "", "", None)
     # What the stdio structure alone costs (two pipe hops, two processes
     # woken after sleeping through the kernel's run): the floor relayed
-    # over pipes, same kernels, same blocks. rat-py's own share is what it
-    # adds over that, less its helper's hook (scripts/bench --only=hook).
-    p_med = [med([t for bt in rnd[0] for t in bt]) for rnd in got["p"]]
-    row("↳ the floor behind a pipe each way (floor relay: any stdio bridge's hops, none of its work)",
-        "rat-py over it: %+.0f µs, %.3f×" % (med([a - b for a, b in zip(r_med, p_med)]),
-                                            med([a / b for a, b in zip(r_med, p_med)])),
-        "%.2f ms, %+.0f µs, %.3f×" % (med(p_med) / 1000, med([a - b for a, b in zip(p_med, f_med)]),
-                                      med([a / b for a, b in zip(p_med, f_med)])),
-        "", "", None)
+    # over pipes, same kernels, same blocks.
+    relay_row("p", "↳ the floor behind a pipe each way (floor relay: any stdio bridge's hops, none of its work)")
     # The same relay with rat-py's hook in: what the variable count in the
     # footer costs any stdio bridge at the least. rat-py's own work is what
     # it adds over this.
-    q_med = [med([t for bt in rnd[0] for t in bt]) for rnd in got["q"]]
-    row("↳ the floor relay with rat-py's post-run hook in (the least any stdio bridge that counts the variables "
-        "after every run can cost)",
-        "rat-py over it: %+.0f µs, %.3f×" % (med([a - b for a, b in zip(r_med, q_med)]),
-                                            med([a / b for a, b in zip(r_med, q_med)])),
-        "%.2f ms, %+.0f µs, %.3f×" % (med(q_med) / 1000, med([a - b for a, b in zip(q_med, f_med)]),
-                                      med([a / b for a, b in zip(q_med, f_med)])),
-        "", "", None)
+    relay_row("q", "↳ the floor relay with rat-py's post-run hook in (the least any stdio bridge that counts the "
+                   "variables after every run can cost)")
     return f
 
 
