@@ -27,7 +27,7 @@ import tempfile
 from hook_cost import REHOOK, UNHOOK as UNHOOK_ONLY, load_hook_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LOAD_HOOK = load_hook_line(os.path.join(ROOT, "helpers", "rat_helper.py"))
+LOAD_HOOK = load_hook_line(os.path.join(ROOT, "kernelspec", "rat_helper.py"))
 B = os.path.join(ROOT, "build", "bench")
 RAT = os.path.join(B, "rat-py")
 FLOOR = os.path.join(B, "floor")

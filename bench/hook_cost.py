@@ -39,7 +39,7 @@ def load_hook_line(helper):
 def main():
     from jupyter_client.manager import KernelManager
     ap = argparse.ArgumentParser()
-    ap.add_argument("--helper", default=os.path.join(ROOT, "helpers", "rat_helper.py"))
+    ap.add_argument("--helper", default=os.path.join(ROOT, "kernelspec", "rat_helper.py"))
     ap.add_argument("--blocks", type=int, default=300)
     ap.add_argument("--runs-before", type=int, default=0)
     a = ap.parse_args()

@@ -60,7 +60,7 @@ def execute(kc, code, silent=False, user_expressions=None):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--helper", default=os.path.join(ROOT, "helpers", "rat_helper.py"))
+    ap.add_argument("--helper", default=os.path.join(ROOT, "kernelspec", "rat_helper.py"))
     ap.add_argument("--vars", type=int, default=0)
     ap.add_argument("checkpoints", nargs="+", type=int)
     a = ap.parse_args()

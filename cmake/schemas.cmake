@@ -1,5 +1,5 @@
 # Writes each tool's outputSchema as a C string, at build time, from
-# src/tools/schemas.json: run's is $defs.run_result, look's and ctl's their
+# bridge/tools/schemas.json: run's is $defs.run_result, look's and ctl's their
 # own member, each with the shared $defs copied in. Composing them at start
 # (json-c trees of ~200 KB, built and freed among long-lived allocations)
 # left rat-py's heap fragmented: 0.2 MB more idle RSS (issue 14).

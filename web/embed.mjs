@@ -1,6 +1,6 @@
-// Writes the C table of the page's files (src/app/page.h, page_file_t):
+// Writes the C table of the page's files (bridge/app/page.h, page_file_t):
 //   node embed.mjs OUT.c URLPATH=FILE...   (the type comes from FILE's extension)
-// Run by the build (src/CMakeLists.txt) after esbuild; the output is a
+// Run by the build (bridge/CMakeLists.txt) after esbuild; the output is a
 // generated file in the build tree, never committed.
 import { readFileSync, writeFileSync } from 'node:fs';
 

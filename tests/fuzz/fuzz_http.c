@@ -12,7 +12,7 @@
  * session's GET stream, "big..." logs 20 KiB before answering; anything else
  * is cleaned by the output module and echoed. look parses `at` with
  * lookpath, ctl echoes its op ("wait" finishes later). Routes /health and
- * /assets/ behave like rat-py's (src/app/server.c).
+ * /assets/ behave like rat-py's (bridge/app/server.c).
  *
  * The input: byte 0 picks the configuration (bits 0-1, see s_configs), how
  * the input ends (bit 2 set: transport_http_destroy with whatever is open,
@@ -242,7 +242,7 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
     mcp_call_text(call, op ? op : "?", false);
 }
 
-/* ------------------------------------------------------------ routes (as src/app/server.c's) */
+/* ------------------------------------------------------------ routes (as bridge/app/server.c's) */
 
 static void s_route_health(void *ud, const char *path, http_reply_t *out)
 {
@@ -255,7 +255,7 @@ static void s_route_health(void *ud, const char *path, http_reply_t *out)
     out->len = strlen(out->body);
 }
 
-/* The page's routes (as src/app/page.c's): "/" needs the token (header or
+/* The page's routes (as bridge/app/page.c's): "/" needs the token (header or
  * ?token=), "/static/" is open; both answer with a CSP. */
 static void s_route_page(void *ud, const char *path, http_reply_t *out)
 {

@@ -19,7 +19,7 @@ import types
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-HELPER = os.environ.get("RAT_HELPER_PY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "helpers", "rat_helper.py")
+HELPER = os.environ.get("RAT_HELPER_PY") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernelspec", "rat_helper.py")
 
 cfg = Config()
 cfg.HistoryManager.hist_file = ":memory:"

@@ -1,6 +1,6 @@
-/* Unit tests of the ZeroMQ kernel connection (src/jupyter/kernel_zmq.c) against
+/* Unit tests of the ZeroMQ kernel connection (bridge/jupyter/kernel_zmq.c) against
  * sockets playing an already running kernel, as when attaching; and of how
- * kernel_proc starts and ends a kernel process (src/jupyter/kernel_proc.c).
+ * kernel_proc starts and ends a kernel process (bridge/jupyter/kernel_proc.c).
  *
  * Issue 14 item 3: the monitor that reports each channel's finished
  * handshake was started after zmq_connect; with a kernel already

@@ -1,4 +1,4 @@
-/* Unit tests of the reactor (src/base/loop.c): ZMQ sockets are polled through
+/* Unit tests of the reactor (bridge/base/loop.c): ZMQ sockets are polled through
  * their edge-triggered ZMQ_FD, so every way a wake-up could be lost is
  * checked here with a real inproc socket pair; plain fds keep zmq_poll's
  * revents mapping. */

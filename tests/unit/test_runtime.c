@@ -1,4 +1,4 @@
-/* Unit tests of the runtime's supervision (src/runtime/runtime.c, src/jupyter/kernel.c):
+/* Unit tests of the runtime's supervision (bridge/runtime/runtime.c, bridge/jupyter/kernel.c):
  * deaths, automatic and requested restarts, the warm spare, resets and slow
  * snapshots, in orders a real kernel produces only by chance.
  *

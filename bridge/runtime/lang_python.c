@@ -1,4 +1,4 @@
-/* lang_python: the IPython adapter; the helper is helpers/rat_helper.py. */
+/* lang_python: the IPython adapter; the helper is kernelspec/rat_helper.py. */
 #include "lang.h"
 
 #include <string.h>
@@ -6,7 +6,7 @@
 extern const char rat_helper_py[];
 extern const size_t rat_helper_py_len;
 
-/* Installs helpers/rat_helper.py as the module `_rat` in sys.modules,
+/* Installs kernelspec/rat_helper.py as the module `_rat` in sys.modules,
  * without binding any name in the user's namespace: everything happens
  * inside one expression. The source travels as a JSON string literal, which
  * is also a valid Python string literal. */

@@ -87,7 +87,7 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
  * names the tool in those errors. */
 void tool_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *tool, double wait_s);
 
-/* The outputSchema of tool "run", "look" or "ctl" (src/tools/schemas.json
+/* The outputSchema of tool "run", "look" or "ctl" (bridge/tools/schemas.json
  * with its shared $defs; static text), or NULL for another name. */
 const char *tools_schema(const char *tool);
 

@@ -1,4 +1,4 @@
-/* lang_r: the IRkernel (R) adapter; the helper is helpers/rat_helper.R.
+/* lang_r: the IRkernel (R) adapter; the helper is kernelspec/rat_helper.R.
  *
  * IRkernel has no user_expressions and prints nothing for silent executes,
  * so helper calls are non-silent executes that print JSON (LANG_VIA_STDOUT).

@@ -1,4 +1,4 @@
-/* tools_schema: each tool's outputSchema, composed from src/tools/schemas.json
+/* tools_schema: each tool's outputSchema, composed from bridge/tools/schemas.json
  * at build time (cmake/schemas.cmake). */
 #include "tools.h"
 

@@ -1,5 +1,5 @@
 /* runtime_internal: the state the runtime_*.c files share (see runtime.c).
- * Not a public header: only src/runtime/runtime*.c include it. */
+ * Not a public header: only bridge/runtime/runtime*.c include it. */
 #ifndef RAT_RUNTIME_INTERNAL_H
 #define RAT_RUNTIME_INTERNAL_H
 
