@@ -32,7 +32,7 @@ static const char *s_state_text(runtime_t *self)
     if (self->kstate == ST_STARTING)
         return self->restart_done || self->restarts ? "restarting" : "starting";
     if (self->current)
-        return self->current->state == RUNTIME_EXEC_INPUT ? "input" : "busy";
+        return self->current->state == RUNTIME_EXEC_INPUT ? RUNTIME_STATE_WAITING : "busy";
     return "idle";
 }
 

@@ -97,9 +97,15 @@ typedef struct {
     void (*on_done)(void *ud, runtime_exec_t *ex);
 } runtime_observer_t;
 
+/* The one word for "a run's input() waits for an answer", everywhere it is
+ * shown: the kernel's state (ctl status, look's header, rat://status, the
+ * page) and a run's result status. The same word the Go rat and vscode-rat
+ * use. */
+#define RUNTIME_STATE_WAITING "waiting_for_input"
+
 typedef struct {
     const char *language;      /* "python", "R", ... or the spec's language before ready */
-    const char *state;         /* starting, idle, busy, input, restarting, dead */
+    const char *state;         /* starting, idle, busy, waiting_for_input, restarting, dead */
     long exec_count;           /* last execution_count seen */
     unsigned long rev;         /* runtime events so far */
     int64_t up_ms;             /* since the current kernel started */

@@ -109,7 +109,8 @@ static void s_render_overview(tools_ctx_t *ctx, json_object *snap, long snap_exe
     json_object *vars = NULL, *rows = NULL;
     long nvars = snap && json_object_object_get_ex(snap, "vars", &vars) ? (long)json_object_get_int64(vars) : -1;
     if (st.running) {
-        buf_printf(b, "%s busy | exec #%ld running %llds", lang, runtime_exec_number(st.running),
+        /* st.state: busy, or waiting_for_input (the same word ctl status says) */
+        buf_printf(b, "%s %s | exec #%ld running %llds", lang, st.state, runtime_exec_number(st.running),
                    (long long)(runtime_exec_elapsed_ms(st.running) / 1000));
     } else {
         buf_printf(b, "%s %s", lang, st.state);

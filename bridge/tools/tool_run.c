@@ -228,7 +228,7 @@ static json_object *s_structured(struct assets *store, runtime_exec_t *ex, const
     }
     bool password = false;
     const char *prompt = runtime_exec_prompt(ex, &password);
-    if (prompt && strcmp(status, "input_requested") == 0) {
+    if (prompt && strcmp(status, RUNTIME_STATE_WAITING) == 0) {
         json_object *in = json_object_new_object();
         json_object_object_add(in, "prompt", json_object_new_string(prompt));
         json_object_object_add(in, "password", json_object_new_boolean(password));
@@ -339,7 +339,7 @@ static void s_end_with_input(s_follow_t *f)
         buf_putc(&footer, '\n');
         buf_puts(&footer, f->elicit_note);
     }
-    s_end_parts(f, "input_requested", &body, &footer, false, true, true);
+    s_end_parts(f, RUNTIME_STATE_WAITING, &body, &footer, false, true, true);
 }
 
 /* The client's reply to elicitation/create (see mcp_response_fn: both NULL

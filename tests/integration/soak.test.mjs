@@ -159,7 +159,7 @@ async function drained(h, what) {
     const s = await call(h, 'ctl', { op: 'status' });
     const head = s.text.split('\n')[0];
     if (/^python idle /.test(head) && !/queued/.test(head)) return;
-    if (/^python input /.test(head)) await call(h, 'ctl', { op: 'cancel' });
+    if (/^python waiting_for_input /.test(head)) await call(h, 'ctl', { op: 'cancel' });
     if (Date.now() - t0 > ms(30_000)) throw new Error(`${what}: the queue did not drain: ${s.text}`);
     await sleep(200);
   }

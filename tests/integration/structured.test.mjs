@@ -148,12 +148,12 @@ test('run: input prompts (plain and password), ctl status while waiting, cancel'
   const h = await setup();
   try {
     const ask = await h.call('run', { code: 'name = input("Name: ")\nprint("hi", name)' });
-    assert.equal(ask.sc.status, 'input_requested');
+    assert.equal(ask.sc.status, 'waiting_for_input');
     assert.deepEqual(ask.sc.input, { prompt: 'Name: ', password: false });
     const st = await h.call('ctl', { op: 'status' });
     assert.equal(st.texts.length, 1, 'only vscode-rat (clientInfo rat-vscode) gets a first waiting_for_input item');
-    assert.match(st.texts[0], /^python input \| exec #\d+ \| rev \d+ \| up \d+s/, 'the seed text, unchanged');
-    assert.equal(st.sc.state, 'input');
+    assert.match(st.texts[0], /^python waiting_for_input \| exec #\d+ \| rev \d+ \| up \d+s/, 'the seed text, with the one state word');
+    assert.equal(st.sc.state, 'waiting_for_input');
     assert.equal(st.sc.waiting_for_input, true);
     assert.deepEqual(st.sc.input, { prompt: 'Name: ', password: false });
     assert.equal(st.sc.running.mine, true);

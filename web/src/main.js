@@ -66,7 +66,7 @@ async function readStatus() {
   try {
     const r = await mcp.request('resources/read', { uri: 'rat://status' });
     const st = JSON.parse(r.contents[0].text);
-    showKernel(`${st.language} ${st.waiting_for_input ? 'input' : st.state}`);
+    showKernel(`${st.language} ${st.state}`);
     kernelInfo = { name: st.kernel?.name, display_name: st.kernel?.display_name, language: st.language };
     const effects = setEditorLanguage(st.language);
     if (effects) for (const c of nb.cells) if (c.type === 'code') c.view.dispatch({ effects });

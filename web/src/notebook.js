@@ -362,7 +362,7 @@ export class Notebook {
       if (m.note) this.appendStream(cell, 'stderr', `\n${m.note}\n`);
       if (m.execCount) this.setCount(cell, m.execCount);
       cell.stream = null;
-      if (m.state === 'input') {
+      if (m.state === 'waiting_for_input') {
         this.footer(cell, '');
         const answer = await this.ask(cell, m.prompt, m.password);
         if (answer === null) {

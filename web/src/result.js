@@ -3,7 +3,7 @@
 // next to the text; the text is read only from a server without it. This
 // file is the only place that knows either form.
 //
-// model: { state: 'ok'|'error'|'cancelled'|'running'|'queued'|'input'|'refused',
+// model: { state: 'ok'|'error'|'cancelled'|'running'|'queued'|'waiting_for_input'|'refused',
 //          outputs: [structured output items] | null (null: keep the streamed text),
 //          items: [{kind:'text'|'image'|'html', text?, url?}] (text results only),
 //          error: string|null, footer: string, execCount: number|null,
@@ -18,14 +18,14 @@ export function parseRun(res, streamed) {
 }
 
 export function fromStructured(s) {
-  const state = { input_requested: 'input' }[s.status] || s.status;
+  const state = s.status;
   const m = { state, outputs: s.outputs, items: [], error: null, footer: s.footer || '', execCount: s.exec_count || null,
     prompt: null, password: false, note: null };
   if (s.input) { m.prompt = s.input.prompt; m.password = !!s.input.password; }
   if (s.error) m.error = (s.error.traceback && s.error.traceback.length ? s.error.traceback.join('\n') : `${s.error.ename}: ${s.error.evalue}`);
   else if (s.failure) m.error = s.failure;
   if (state === 'error' && !m.error) m.error = s.output || 'error';
-  if (state === 'input' || state === 'running' || state === 'queued') m.footer = '';
+  if (state === 'waiting_for_input' || state === 'running' || state === 'queued') m.footer = '';
   const t = s.truncated;
   if (t && (t.outputs_dropped || t.bytes_dropped))
     m.note = `… ${t.outputs_dropped ? `${t.outputs_dropped} outputs ` : ''}${t.bytes_dropped ? `${t.bytes_dropped} bytes ` : ''}not shown` +
@@ -64,7 +64,7 @@ export function fromText(text, isError, streamed) {
   const inputAt = lines.findIndex((l) => l.startsWith('INPUT REQUESTED'));
   const waitAt = lines.findIndex((l) => /^⏳ (running|queued)/.test(l));
   if (inputAt >= 0) {
-    m.state = 'input';
+    m.state = 'waiting_for_input';
     const pl = lines[inputAt];
     m.password = /\(password/.test(pl);
     try { m.prompt = JSON.parse(pl.slice(pl.indexOf(': ') + 2)); } catch { m.prompt = ''; }
