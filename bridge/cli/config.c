@@ -97,6 +97,15 @@ static bool s_number(const char *v, long lo, long hi, long *out)
     return true;
 }
 
+bool config_is_subcommand(const char *word)
+{
+    static const char *const subs[] = {"install", "uninstall", "doctor", "kernels"};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (strcmp(word, subs[i]) == 0)
+            return true;
+    return false;
+}
+
 void config_free(config_t *cfg)
 {
     free(cfg->origins);
@@ -207,6 +216,11 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--gateway-ca", gateway_ca)
         OPT("--gateway", gateway)
 #undef OPT
+        if (config_is_subcommand(a)) {
+            /* `rat-py --gateway URL doctor`: the caller moves it first. */
+            cfg->sub_at = i;
+            return 0;
+        }
         fprintf(stderr, "rat-py: unknown option '%s' (see rat-py --help)\n", a);
         return -1;
 missing:

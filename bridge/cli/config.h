@@ -24,10 +24,18 @@ typedef struct {
     rat_options_t opts;
     const char **origins;     /* owned array (strings borrowed): --allow-origin, NULL-terminated;
                                * opts.allow_origins points here */
+    int sub_at;               /* argv index of a subcommand (config_is_subcommand) given after
+                               * options, e.g. `rat-py --gateway URL doctor`; 0: none. Parsing
+                               * stopped there and nothing was checked. */
 } config_t;
 
+/* Whether word is one of rat-py's subcommands: install, uninstall, doctor, kernels. */
+bool config_is_subcommand(const char *word);
+
 /* Parses argv (the syntax: known options, values, numbers; options that
- * need --http), then checks the options with rat_options_check. Returns 0,
+ * need --http), then checks the options with rat_options_check. A bare word
+ * that names a subcommand stops the parse (cfg->sub_at; an option's value
+ * is never taken for one). Returns 0,
  * or -1 after writing a message to stderr (exit status 2: usage error).
  * Free with config_free either way. */
 int config_parse(config_t *cfg, int argc, char **argv);

@@ -508,6 +508,12 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         config_free(&cfg);
         return 2;
     }
+    if (cfg.sub_at || cfg.cmd == CONFIG_CMD_KERNELS) {
+        fprintf(stderr, "%s doctor: unexpected '%s': doctor takes server options only (see %s doctor --help)\n",
+                fam->prog, argv[cfg.sub_at ? cfg.sub_at : 1], fam->prog);
+        config_free(&cfg);
+        return 2;
+    }
     rat_options_t opts = cfg.opts; /* strings borrowed from argv */
     opts.allow_origins = NULL;     /* freed next; doctor passes argv on to the server it starts */
     config_free(&cfg);

@@ -13,6 +13,7 @@
 #include "install.h"
 #include "kernelspec.h"
 #include "log.h"
+#include "mem.h"
 #include "rat/rat.h"
 
 static int s_list_kernels(void)
@@ -147,6 +148,19 @@ static int s_main(config_t *cfg, const family_t *fam)
     return status;
 }
 
+/* install, uninstall and doctor parse their own options; -1 for anything
+ * else (the server, and `kernels`, which config_parse reads). */
+static int s_subcommand(int argc, char **argv, const family_t *fam)
+{
+    if (argc > 1 && strcmp(argv[1], "install") == 0)
+        return install_main(argc - 1, argv + 1, argv[0], fam);
+    if (argc > 1 && strcmp(argv[1], "uninstall") == 0)
+        return install_uninstall_main(argc - 1, argv + 1, argv[0], fam);
+    if (argc > 1 && strcmp(argv[1], "doctor") == 0)
+        return doctor_main(argc - 1, argv + 1, argv[0], fam);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     /* A fixed mmap threshold: every block over 128 KiB (a kernel's stream
@@ -162,18 +176,37 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 1);
     /* The name we run under picks the language (rat-r, rat-ju, ...). */
     const family_t *fam = family_from_argv0(argv[0]);
-    if (argc > 1 && strcmp(argv[1], "install") == 0)
-        return install_main(argc - 1, argv + 1, argv[0], fam);
-    if (argc > 1 && strcmp(argv[1], "uninstall") == 0)
-        return install_uninstall_main(argc - 1, argv + 1, argv[0], fam);
-    if (argc > 1 && strcmp(argv[1], "doctor") == 0)
-        return doctor_main(argc - 1, argv + 1, argv[0], fam);
+    int status = s_subcommand(argc, argv, fam);
+    if (status >= 0)
+        return status;
     config_t cfg;
     if (config_parse(&cfg, argc, argv) < 0) {
         config_free(&cfg);
         return 2;
     }
-    int status = s_main(&cfg, fam);
+    if (cfg.sub_at > 0) {
+        /* A subcommand after options, as in `git -C dir status`:
+         * `rat-py --gateway URL doctor` is `rat-py doctor --gateway URL`. */
+        char **av = xcalloc((size_t)argc + 1, sizeof *av);
+        int n = 0;
+        av[n++] = argv[0];
+        av[n++] = argv[cfg.sub_at];
+        for (int i = 1; i < argc; i++)
+            if (i != cfg.sub_at)
+                av[n++] = argv[i];
+        config_free(&cfg);
+        status = s_subcommand(n, av, fam);
+        if (status < 0) { /* kernels: the server's own parse */
+            if (config_parse(&cfg, n, av) < 0)
+                status = 2;
+            else
+                status = s_main(&cfg, fam);
+            config_free(&cfg);
+        }
+        free(av);
+        return status;
+    }
+    status = s_main(&cfg, fam);
     config_free(&cfg);
     return status;
 }

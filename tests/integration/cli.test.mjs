@@ -46,6 +46,17 @@ test('doctor: a Python without ipykernel is a ✗ naming the package, exit 1', (
     assert.equal(k.status, 1);
     assert.match(k.stdout, /^✗ kernelspec: no kernelspec named 'no-such-kernel'/m);
     assert.match(k.stdout, /^    fix: /m);
+    // A subcommand after options, as in `git -C dir status`: the same doctor.
+    const after = rat(['--kernel', 'no-such-kernel', 'doctor']);
+    assert.equal(after.status, 1, after.stderr);
+    assert.match(after.stdout, /^✗ kernelspec: no kernelspec named 'no-such-kernel'/m);
+    // ... but an option's value is never taken for one.
+    const value = rat(['--cwd', 'doctor']);
+    assert.equal(value.status, 2);
+    assert.match(value.stderr, /--cwd doctor: not a directory/);
+    const extra = rat(['doctor', 'install']);
+    assert.equal(extra.status, 2);
+    assert.match(extra.stderr, /doctor: unexpected 'install'/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
