@@ -8,6 +8,22 @@
 #include "mem.h"
 #include "utf8.h"
 
+/* The field's description: the prompt less its trailing spaces and one
+ * colon. Terminal clients print a field as `<description>: ` (mcp2cli,
+ * mcptocli), so "Name: " would read `Name: : `; other clients show it as
+ * the field's help text, where the colon adds nothing. */
+static json_object *s_label(const char *prompt)
+{
+    size_t n = prompt ? strlen(prompt) : 0;
+    while (n && strchr(" \t\r\n", prompt[n - 1]))
+        n--;
+    if (n && prompt[n - 1] == ':')
+        n--;
+    while (n && strchr(" \t", prompt[n - 1]))
+        n--;
+    return n ? json_object_new_string_len(prompt, (int)n) : json_object_new_string("Your answer");
+}
+
 json_object *tool_elicit_params(const char *prompt)
 {
     json_object *params = json_object_new_object();
@@ -17,7 +33,7 @@ json_object *tool_elicit_params(const char *prompt)
     json_object *value = json_object_new_object();
     json_object_object_add(value, "type", json_object_new_string("string"));
     json_object_object_add(value, "title", json_object_new_string("Input"));
-    json_object_object_add(value, "description", json_object_new_string(prompt ? prompt : ""));
+    json_object_object_add(value, "description", s_label(prompt));
     json_object *props = json_object_new_object();
     json_object_object_add(props, "value", value);
     json_object *required = json_object_new_array();

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "mem.h"
 #include "output.h"
+#include "termcli.h"
 #include "textfmt.h"
 #include "tool_elicit.h"
 
@@ -333,8 +334,17 @@ static void s_end_with_input(s_follow_t *f)
     output_render(runtime_exec_output(f->ex), &body);
     buf_printf(&footer, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
     buf_put_json_str(&footer, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
-    buf_printf(&footer, "\n⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with ctl(op=\"cancel\")",
-               runtime_exec_number(f->ex));
+    buf_putc(&footer, '\n');
+    termcli_mode_t term = termcli_mode(mcp_call_session(f->call));
+    if (term != TERMCLI_NONE) {
+        runtime_status_t st;
+        runtime_status(f->ctx->rt, &st);
+        termcli_input_hint(&footer, term, termcli_command(st.language), runtime_exec_number(f->ex), password);
+    } else {
+        buf_printf(&footer, "⏳ exec #%ld waits: answer with run(code=\"\", input=\"...\") or stop it with "
+                            "ctl(op=\"cancel\")",
+                   runtime_exec_number(f->ex));
+    }
     if (f->elicit_note) {
         buf_putc(&footer, '\n');
         buf_puts(&footer, f->elicit_note);
@@ -616,6 +626,37 @@ void tool_run_resume(tools_ctx_t *ctx, mcp_call_t *call, const char *tool, doubl
     tool_run_follow(ctx, call, cur, wait_s);
 }
 
+/* run(input=...): the answer to the input() the session's run waits on. */
+static void s_answer(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *cur, bool waiting, uintptr_t me,
+                     const char *input, double wait_s)
+{
+    if (waiting && runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
+        /* A prompt is answered by the session whose run asked, and the
+         * rest of that run's output goes to it alone. */
+        char *msg = xasprintf("run: the input() waiting is exec #%ld's, a run of another session; only "
+                              "that session can answer it (ctl(op=\"cancel\") stops it)",
+                              runtime_exec_number(cur));
+        mcp_call_text(call, msg, true);
+        free(msg);
+        return;
+    }
+    if (!waiting) {
+        mcp_call_text(call, "run: no input() is waiting for an answer. Run code first; when it calls input(), "
+                            "the result says INPUT REQUESTED.", true);
+        return;
+    }
+    if (runtime_exec_answer(cur, input) < 0) {
+        mcp_call_text(call, "run: the kernel could not be reached to deliver the input", true);
+        return;
+    }
+    if (runtime_exec_claim(cur) < 0) {
+        /* The output belongs to the call that follows the run. */
+        s_input_sent(ctx, call, cur);
+        return;
+    }
+    tool_run_follow(ctx, call, cur, wait_s);
+}
+
 static void s_run(mcp_call_t *call, json_object *args, void *ud)
 {
     tools_ctx_t *ctx = ud;
@@ -632,41 +673,26 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         tool_run_resume(ctx, call, "run", wait_s);
         return;
     }
-    bool has_code = code && code[strspn(code, " \t\r\n")] != '\0';
     runtime_exec_t *cur = runtime_current(ctx->rt);
     bool waiting = cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT;
+    uintptr_t me = (uintptr_t)mcp_session_serial(mcp_call_session(call));
+    char *answer = NULL; /* owned: a terminal client's code taken as the answer */
+    if (!input && code && waiting && (!runtime_exec_owner(cur) || runtime_exec_owner(cur) == me) &&
+        termcli_mode(mcp_call_session(call)) != TERMCLI_NONE) {
+        /* mcp2cli and mcptocli cannot send `input` (termcli.h): while their
+         * own run's input() waits, `py run Alice` answers it. */
+        answer = termcli_answer(code);
+        input = answer;
+        code = NULL;
+    }
+    bool has_code = code && code[strspn(code, " \t\r\n")] != '\0';
     if (input && has_code) {
         mcp_call_text(call, "run: give either code (to execute) or input (to answer a pending input()), not both", true);
         return;
     }
-    uintptr_t me = (uintptr_t)mcp_session_serial(mcp_call_session(call));
     if (input) {
-        if (waiting && runtime_exec_owner(cur) && runtime_exec_owner(cur) != me) {
-            /* A prompt is answered by the session whose run asked, and the
-             * rest of that run's output goes to it alone. */
-            char *msg = xasprintf("run: the input() waiting is exec #%ld's, a run of another session; only "
-                                  "that session can answer it (ctl(op=\"cancel\") stops it)",
-                                  runtime_exec_number(cur));
-            mcp_call_text(call, msg, true);
-            free(msg);
-            return;
-        }
-        if (!waiting) {
-            mcp_call_text(call, "run: no input() is waiting for an answer. Run code first; when it calls input(), "
-                                "the result says INPUT REQUESTED.", true);
-            return;
-        }
-        if (runtime_exec_answer(cur, input) < 0) {
-            mcp_call_text(call, "run: the kernel could not be reached to deliver the input", true);
-            return;
-        }
-        if (runtime_exec_claim(cur) < 0) {
-            /* The output belongs to the call that follows the run. */
-            s_input_sent(ctx, call, cur);
-            return;
-        }
-        runtime_exec_t *ex = cur;
-        tool_run_follow(ctx, call, ex, wait_s);
+        s_answer(ctx, call, cur, waiting, me, input, wait_s);
+        free(answer);
         return;
     }
     if (!has_code) {

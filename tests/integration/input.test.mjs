@@ -123,6 +123,8 @@ test('with elicitation, input() is asked inside the same call', async () => {
     assert.match(asked[0].message, /Name: /);
     assert.equal(asked[0].requestedSchema.type, 'object');
     assert.deepEqual(asked[0].requestedSchema.required, ['value']);
+    // mcp2cli and mcptocli print a field as `<description>: `: the prompt's own colon is left out.
+    assert.equal(asked[0].requestedSchema.properties.value.description, 'Name');
   } finally {
     await h.close();
   }
