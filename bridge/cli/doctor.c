@@ -5,9 +5,9 @@
  * talks MCP to it over pipes: what it reports is what a client would get.
  * Checks, in order: the kernel choice (kernelspec or interpreter), the
  * interpreter and kernel package versions, the kernel's boot time, a run's
- * round trip, the assets dir, and (informational: it is optional) mcp2cli
- * and the registration `install` makes. */
+ * round trip, the assets dir, and the terminal clients (doctor_clients.h). */
 #include "doctor.h"
+#include "doctor_clients.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,11 +48,7 @@ typedef struct {
 
 static int s_failures;
 
-static void s_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void s_bad(const char *fix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void s_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void s_ok(const char *fmt, ...)
+void doctor_ok(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -62,7 +58,7 @@ static void s_ok(const char *fmt, ...)
     va_end(ap);
 }
 
-static void s_bad(const char *fix, const char *fmt, ...)
+void doctor_bad(const char *fix, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -75,7 +71,7 @@ static void s_bad(const char *fix, const char *fmt, ...)
     s_failures++;
 }
 
-static void s_info(const char *fmt, ...)
+void doctor_info(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -295,35 +291,6 @@ static bool s_dir_writable(const char *dir, char **why)
     }
 }
 
-static void s_check_mcp2cli(const family_t *fam, const char *self)
-{
-    char *mcp2cli = fileio_which("mcp2cli");
-    if (mcp2cli)
-        s_info("mcp2cli: %s", mcp2cli);
-    else
-        s_info("mcp2cli: not installed (optional: it turns rat-py into the `%s` command)", fam->short_name);
-    free(mcp2cli);
-    char *cfg = install_mcp2cli_config_path();
-    size_t len = 0;
-    char *text = fileio_read(cfg, YAML_BLOCK_MAX_TEXT, &len);
-    char err[256];
-    yaml_block_t *y = text ? yaml_block_parse(text, len, err, sizeof err) : NULL;
-    char *cmd = y ? yaml_block_scalar(y, "servers", fam->short_name, "command") : NULL;
-    if (cmd) {
-        bool same = strncmp(cmd, self, strlen(self)) == 0;
-        s_info("mcp2cli: `%s` is registered: %s%s", fam->short_name, cmd,
-               same ? "" : " (another program than this one; `rat-py install` re-registers)");
-    } else if (!text) {
-        s_info("mcp2cli: no %s yet; `%s install` registers `%s`", cfg, fam->prog, fam->short_name);
-    } else {
-        s_info("mcp2cli: `%s` is not registered in %s; `%s install` registers it", fam->short_name, cfg, fam->prog);
-    }
-    free(cmd);
-    yaml_block_destroy(&y);
-    free(text);
-    free(cfg);
-}
-
 /* Reports the kernel the server picked (from its idle status line, which
  * it frees) and how long it took to boot; returns its language adapter. */
 static const lang_t *s_report_kernel(char *status, const char *kname, int64_t boot_wall)
@@ -344,17 +311,17 @@ static const lang_t *s_report_kernel(char *status, const char *kname, int64_t bo
         kernelspec_t *ks = kernel && sscanf(kernel, "%127s", spec_name) == 1
                                ? kernelspec_find(spec_name, kerr, sizeof kerr) : NULL;
         if (ks)
-            s_ok("kernelspec: %s in %s", kernel, ks->dir);
+            doctor_ok("kernelspec: %s in %s", kernel, ks->dir);
         else
-            s_ok("kernel: %s", kernel ? kernel : "?");
+            doctor_ok("kernel: %s", kernel ? kernel : "?");
         kernelspec_destroy(&ks);
     }
     if (interp)
-        s_ok("interpreter: %s%s%s%s", interp, env ? " (" : "", env ? env : "", env ? ")" : "");
+        doctor_ok("interpreter: %s%s%s%s", interp, env ? " (" : "", env ? env : "", env ? ")" : "");
     else if (env)
-        s_info("environment: %s", env);
+        doctor_info("environment: %s", env);
     const char *ready = cut ? strstr(cut + 1, "ready in ") : NULL;
-    s_ok("kernel boots: %s (%lld ms from start to idle, MCP handshake included)", ready ? ready : "ready",
+    doctor_ok("kernel boots: %s (%lld ms from start to idle, MCP handshake included)", ready ? ready : "ready",
          (long long)boot_wall);
     free(kernel);
     free(interp);
@@ -378,7 +345,7 @@ static void s_check_runs(s_server_t *srv, const lang_t *lang, const family_t *fa
         char *out = s_tool(srv, "run", args.data, &is_err, boot_wait_ms);
         buf_free(&args);
         if (!out || is_err) {
-            s_bad(fam->install_hint, "kernel package: %s", out ? out : "no answer");
+            doctor_bad(fam->install_hint, "kernel package: %s", out ? out : "no answer");
         } else {
             char *nl = strchr(out, '\n');
             char *second = nl ? nl + 1 : NULL;
@@ -387,7 +354,7 @@ static void s_check_runs(s_server_t *srv, const lang_t *lang, const family_t *fa
             char *nl2 = second ? strchr(second, '\n') : NULL;
             if (nl2)
                 *nl2 = '\0';
-            s_ok("runs: %s, %s", out, second && *second ? second : "?");
+            doctor_ok("runs: %s, %s", out, second && *second ? second : "?");
         }
         free(out);
         /* The round trip of a run that does nothing, warm. */
@@ -406,17 +373,17 @@ static void s_check_runs(s_server_t *srv, const lang_t *lang, const family_t *fa
         }
         buf_free(&args);
         if (best >= 0)
-            s_ok("run round trip: %lld ms (best of 3, through MCP)", (long long)best);
+            doctor_ok("run round trip: %lld ms (best of 3, through MCP)", (long long)best);
         else
-            s_bad(NULL, "run round trip: the run failed");
+            doctor_bad(NULL, "run round trip: the run failed");
     } else {
         /* No helper for this language: time a completion round trip. */
         int64_t t = s_now_ms();
         char *out = s_tool(srv, "look", "{\"code\":\"a\",\"cursor\":1}", &is_err, 30000);
         if (out && !is_err)
-            s_ok("completion round trip: %lld ms (no run probe for this language)", (long long)(s_now_ms() - t));
+            doctor_ok("completion round trip: %lld ms (no run probe for this language)", (long long)(s_now_ms() - t));
         else
-            s_bad(NULL, "completion round trip: %s", out ? out : "no answer");
+            doctor_bad(NULL, "completion round trip: %s", out ? out : "no answer");
         free(out);
     }
 }
@@ -431,9 +398,9 @@ static void s_check_assets(const rat_options_t *opts)
                                   : xasprintf("%s/.rat-assets", cwd ? cwd : ".");
     char *why = NULL;
     if (s_dir_writable(assets, &why))
-        s_ok("assets dir: %s is writable", assets);
+        doctor_ok("assets dir: %s is writable", assets);
     else
-        s_bad("give a writable directory with --assets-dir DIR", "assets dir: %s", why);
+        doctor_bad("give a writable directory with --assets-dir DIR", "assets dir: %s", why);
     free(why);
     free(assets);
     free(cwd);
@@ -444,9 +411,9 @@ static void s_check_http(void)
     /* Optional: only --http needs it, so a missing one is information. */
     char what[600];
     if (mhd_dl_available(what, sizeof what))
-        s_ok("HTTP transport (--http): %s", what);
+        doctor_ok("HTTP transport (--http): %s", what);
     else
-        s_info("HTTP transport (--http): unavailable: %s", what);
+        doctor_info("HTTP transport (--http): unavailable: %s", what);
 }
 
 /* --gateway: the server answers, accepts the token, and has the kernelspec
@@ -458,7 +425,7 @@ static bool s_check_gateway(const rat_options_t *o, const char *kname)
     char err[1024];
     gateway_t *gw = gateway_new(NULL, &go, err, sizeof err);
     if (!gw) {
-        s_bad(NULL, "gateway: %s", err);
+        doctor_bad(NULL, "gateway: %s", err);
         return false;
     }
     long status = 0;
@@ -468,19 +435,19 @@ static bool s_check_gateway(const rat_options_t *o, const char *kname)
     int64_t t0 = s_now_ms();
     if (gateway_request_sync(gw, "GET", "/api/kernelspecs", NULL, GATEWAY_REQUEST_TIMEOUT_MS, &status, &body, err,
                              sizeof err) < 0) {
-        s_bad("start it, or give its URL with --gateway", "gateway: %s", err);
+        doctor_bad("start it, or give its URL with --gateway", "gateway: %s", err);
     } else if (status != 200) {
         char *e = gateway_http_error(gw, "GET /api/kernelspecs", status, body);
-        s_bad(NULL, "gateway: %s", e);
+        doctor_bad(NULL, "gateway: %s", e);
         free(e);
     } else if (!(j = json_tokener_parse(body)) || !json_object_object_get_ex(j, "kernelspecs", &specs) ||
                !json_object_is_type(specs, json_type_object)) {
-        s_bad(NULL, "gateway: %s answered GET /api/kernelspecs without a kernelspecs object", gateway_url(gw));
+        doctor_bad(NULL, "gateway: %s answered GET /api/kernelspecs without a kernelspecs object", gateway_url(gw));
     } else if (!json_object_object_get_ex(specs, kname, &v)) {
-        s_bad("`rat-py kernels --gateway URL` lists them", "gateway: %s has no kernelspec %s", gateway_url(gw),
+        doctor_bad("`rat-py kernels --gateway URL` lists them", "gateway: %s has no kernelspec %s", gateway_url(gw),
               kname);
     } else {
-        s_ok("gateway: %s answers with the token, kernelspec %s there (%d kernelspecs, %lld ms)", gateway_url(gw),
+        doctor_ok("gateway: %s answers with the token, kernelspec %s there (%d kernelspecs, %lld ms)", gateway_url(gw),
              kname, json_object_object_length(specs), (long long)(s_now_ms() - t0));
         ok = true;
     }
@@ -497,7 +464,8 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
             printf("Usage: %s doctor [SERVER OPTIONS]\n"
                    "Starts %s with the given options (--cwd, --kernel, --python, --venv, ...) and checks\n"
                    "that it works: the kernel it picks, versions, boot time, a run's round trip, the assets\n"
-                   "dir, and the mcp2cli registration. Exit status 1 if any check fails.\n",
+                   "dir, and the terminal clients (mcptocli, mcp2cli): versions, the registration, `py` on\n"
+                   "PATH, stale cached tool schemas. Exit status 1 if any check fails.\n",
                    fam->prog, fam->prog);
             return 0;
         }
@@ -533,29 +501,30 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         /* The kernelspec is the gateway's. */
         kname = kname ? kname : "python3";
         if (!s_check_gateway(&opts, kname)) {
-            s_check_mcp2cli(fam, self);
+            doctor_check_clients(fam, self, NULL);
             free(self);
             return 1;
         }
     } else if (kname) {
         kernelspec_t *ks = kernelspec_find(kname, kerr, sizeof kerr);
         if (ks)
-            s_ok("kernelspec: %s (%s, language %s) in %s", ks->name, ks->display_name, ks->language, ks->dir);
+            doctor_ok("kernelspec: %s (%s, language %s) in %s", ks->name, ks->display_name, ks->language, ks->dir);
         else
-            s_bad("`rat-py kernels` lists the installed kernelspecs", "kernelspec: %s", kerr);
+            doctor_bad("`rat-py kernels` lists the installed kernelspecs", "kernelspec: %s", kerr);
         bool found = ks != NULL;
         kernelspec_destroy(&ks);
         if (!found) {
-            s_check_mcp2cli(fam, self);
+            doctor_check_clients(fam, self, NULL);
             free(self);
             return 1;
         }
     }
 
     s_server_t srv = {.in = -1};
+    json_object *tools = NULL; /* the server's tools/list result */
     int64_t t0 = s_now_ms();
     if (s_spawn(&srv, self, argc, argv) < 0) {
-        s_bad(NULL, "cannot start %s: %s", self, strerror(errno));
+        doctor_bad(NULL, "cannot start %s: %s", self, strerror(errno));
         free(self);
         return 1;
     }
@@ -564,16 +533,21 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
                                   "\"clientInfo\":{\"name\":\"rat-py doctor\",\"version\":\"1\"}}",
                                   INIT_TIMEOUT_MS);
     if (!init) {
-        s_bad(NULL, "server: %s did not start: %s", fam->prog, s_last_words(&srv));
+        doctor_bad(NULL, "server: %s did not start: %s", fam->prog, s_last_words(&srv));
         goto done;
     }
     json_object_put(init);
     static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
     if (write(srv.in, initialized, sizeof initialized - 1) < 0) {
-        s_bad(NULL, "server: %s closed its input: %s", fam->prog, s_last_words(&srv));
+        doctor_bad(NULL, "server: %s closed its input: %s", fam->prog, s_last_words(&srv));
         goto done;
     }
     json_object_put(s_request(&srv, "ping", NULL, INIT_TIMEOUT_MS));
+    /* The tool schemas, for the terminal clients' caches (doctor_clients.h). */
+    json_object *listed = s_request(&srv, "tools/list", NULL, INIT_TIMEOUT_MS), *res = NULL;
+    if (listed && json_object_object_get_ex(listed, "result", &res))
+        tools = json_object_get(res);
+    json_object_put(listed);
 
     /* The kernel boots: the first run waits for it. What code to run depends
      * on the language, which the status says once the kernel is known. */
@@ -590,12 +564,12 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         nanosleep(&ts, NULL);
     }
     if (!status) {
-        s_bad(NULL, "server: %s stopped answering: %s", fam->prog, s_last_words(&srv));
+        doctor_bad(NULL, "server: %s stopped answering: %s", fam->prog, s_last_words(&srv));
         goto done;
     }
     if (!strstr(status, " idle |")) {
         char *fail = s_status_field(status, "last failure");
-        s_bad(fail && strstr(fail, "ipykernel") ? NULL : fam->install_hint, "kernel boots: %s",
+        doctor_bad(fail && strstr(fail, "ipykernel") ? NULL : fam->install_hint, "kernel boots: %s",
               fail ? fail : "not ready in time");
         free(fail);
         free(status);
@@ -609,7 +583,8 @@ done:
     s_stop(&srv);
     s_check_assets(&opts);
     s_check_http();
-    s_check_mcp2cli(fam, self);
+    doctor_check_clients(fam, self, tools);
+    json_object_put(tools);
     free(self);
     return s_failures ? 1 : 0;
 }

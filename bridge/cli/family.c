@@ -23,6 +23,14 @@ static const family_t s_family[] = {
      "npm install -g ijavascript && ijsinstall"},
 };
 
+bool family_is_prog(const char *base)
+{
+    for (size_t i = 0; i < sizeof s_family / sizeof s_family[0]; i++)
+        if (strcmp(base, s_family[i].prog) == 0)
+            return true;
+    return false;
+}
+
 const family_t *family_from_argv0(const char *argv0)
 {
     const char *base = argv0 ? strrchr(argv0, '/') : NULL;

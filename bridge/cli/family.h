@@ -1,6 +1,6 @@
 /* family: the rat family of names. One binary serves every language; the
  * name it is invoked under picks the kernel:
- *   rat-py  Python (ipykernel; the default)     mcp2cli name `py`
+ *   rat-py  Python (ipykernel; the default)     command name `py`
  *   rat-r   R (IRkernel, kernelspec `ir`)        `r`
  *   rat-ju  Julia (IJulia, `julia-*`)            `ju`
  *   rat-sh  bash (bash_kernel, `bash`)           `sh`
@@ -9,17 +9,20 @@
 #ifndef RAT_FAMILY_H
 #define RAT_FAMILY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
     const char *prog;          /* "rat-r" */
-    const char *short_name;    /* "r": the default mcp2cli name */
+    const char *short_name;    /* "r": the default command name (rat-py install) */
     const char *what;          /* "R": for messages */
     const char *language;      /* kernelspec language to match; NULL for Python (rat-py's own logic) */
     const char *kernel;        /* preferred kernelspec name, or NULL */
     const char *install_hint;  /* how to get such a kernel */
 } family_t;
 
+/* Whether base (a file name, no folder) is one of the family's programs. */
+bool family_is_prog(const char *base);
 /* The member named by argv[0]'s basename; rat-py for any other name. */
 const family_t *family_from_argv0(const char *argv0);
 /* The kernelspec name a non-Python member launches: its preferred spec when

@@ -1,15 +1,18 @@
-/* install: registering rat-py with mcp2cli. */
+/* install: registering rat-py with mcptocli and mcp2cli (install.h). */
 #include "install.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#include <sodium.h>
 
 #include "buf.h"
 #include "config.h"
@@ -19,17 +22,27 @@
 #include "yaml_block.h"
 
 #define CONFIG_MAX YAML_BLOCK_MAX_TEXT
-#define STDERR_MAX 4096            /* bytes of mcp2cli's stderr kept for messages */
-/* Marks the wrapper script we write when mcp2cli is not installed yet, so
- * uninstall removes only what we made. */
-#define SHIM_MARK "# mcp2cli command shim written by rat-py install"
+#define STDERR_MAX 4096            /* bytes of a client's stderr kept for messages */
+#define DAEMON_STOP_MS 3000        /* how long uninstall waits for a stopped `py up` */
+/* Marks the wrapper script we write when the client is not installed yet,
+ * so uninstall removes only what we made. */
+#define SHIM_MARK "command shim written by rat-py install"
+/* The first line of a config file install created (itself, or through the
+ * client), so that uninstall removes the file, and the folders made with it,
+ * once it lists no server: what install found is what uninstall leaves. */
+#define CONFIG_MARK "# Created by rat-py install (rat-py uninstall removes it once it lists no server).\n"
+#define FRESH_CONFIG CONFIG_MARK "version: 1\n"
 
 extern char **environ;
+
+const char *const install_clients[INSTALL_NCLIENTS] = {"mcptocli", "mcp2cli"};
 
 typedef struct {
     char *name;       /* owned, normalized */
     char *cwd;        /* owned, absolute */
     char *kernel, *venv, *python; /* owned, pass-through server options (paths absolute) */
+    bool client[INSTALL_NCLIENTS]; /* --client: the chosen ones (none chosen: found ones) */
+    bool chosen;
 } s_opts_t;
 
 static void s_opts_free(s_opts_t *o)
@@ -51,20 +64,33 @@ static char *s_xdg(const char *var, const char *fallback)
     return xasprintf("%s/%s", jpaths_home(), fallback);
 }
 
-char *install_mcp2cli_config_path(void)
+char *install_client_path(const char *client, install_path_t which)
 {
-    char *base = s_xdg("XDG_CONFIG_HOME", ".config");
-    char *p = xasprintf("%s/mcp2cli/config.yaml", base);
+    static const struct {
+        const char *var, *fallback, *leaf;
+    } p[] = {
+        [INSTALL_CONFIG] = {"XDG_CONFIG_HOME", ".config", "config.yaml"},
+        [INSTALL_BIN] = {"XDG_DATA_HOME", ".local/share", "bin"},
+        [INSTALL_CACHE] = {"XDG_CACHE_HOME", ".cache", "metadata"},
+        [INSTALL_DAEMONS] = {"XDG_DATA_HOME", ".local/share", "daemons"},
+    };
+    char *base = s_xdg(p[which].var, p[which].fallback);
+    char *out = xasprintf("%s/%s/%s", base, client, p[which].leaf);
     free(base);
-    return p;
+    return out;
 }
 
-char *install_mcp2cli_bin_dir(void)
+char *install_cache_file(const char *client, const char *name)
 {
-    char *base = s_xdg("XDG_DATA_HOME", ".local/share");
-    char *p = xasprintf("%s/mcp2cli/bin", base);
-    free(base);
-    return p;
+    /* Both clients' cacheKey: hex of the first 12 bytes of SHA-256(name). */
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, (const unsigned char *)name, strlen(name));
+    char hex[2 * 12 + 1];
+    sodium_bin2hex(hex, sizeof hex, h, 12);
+    char *dir = install_client_path(client, INSTALL_CACHE);
+    char *out = xasprintf("%s/%s.json", dir, hex);
+    free(dir);
+    return out;
 }
 
 char *install_self_path(const char *argv0)
@@ -86,6 +112,97 @@ char *install_self_path(const char *argv0)
     return out;
 }
 
+char *install_client_find(const char *client, bool *on_path)
+{
+    *on_path = false;
+    char *found = fileio_which(client);
+    if (found) {
+        *on_path = true;
+        return found;
+    }
+    /* Installed off PATH: `go install` (GOBIN, GOPATH/bin, ~/go/bin), and
+     * the folders install scripts use. */
+    const char *home = jpaths_home();
+    char *cands[5];
+    size_t n = 0;
+    if (getenv("GOBIN") && *getenv("GOBIN"))
+        cands[n++] = xasprintf("%s/%s", getenv("GOBIN"), client);
+    if (getenv("GOPATH") && *getenv("GOPATH")) {
+        const char *gp = getenv("GOPATH");
+        const char *colon = strchr(gp, ':');
+        cands[n++] = xasprintf("%.*s/bin/%s", (int)(colon ? colon - gp : (long)strlen(gp)), gp, client);
+    }
+    cands[n++] = xasprintf("%s/go/bin/%s", home, client);
+    cands[n++] = xasprintf("%s/.local/bin/%s", home, client);
+    cands[n++] = xasprintf("/usr/local/bin/%s", client);
+    for (size_t i = 0; i < n; i++) {
+        if (!found && fileio_is_executable(cands[i]))
+            found = xstrdup(cands[i]);
+        free(cands[i]);
+    }
+    return found;
+}
+
+bool install_command_is_rat(const char *command)
+{
+    /* The first word, as go-shellquote (mcp2cli) or a split on spaces
+     * (mcptocli's `up`) reads it: plain, or in single or double quotes. */
+    const char *p = command + strspn(command, " \t");
+    buf_t w;
+    buf_init(&w, 4096);
+    char quote = 0;
+    for (; *p && (quote || !strchr(" \t", *p)); p++) {
+        if (!quote && (*p == '\'' || *p == '"'))
+            quote = *p;
+        else if (quote && *p == quote)
+            quote = 0;
+        else if (!quote && *p == '\\' && p[1])
+            buf_putc(&w, *++p);
+        else
+            buf_putc(&w, *p);
+    }
+    const char *word = buf_str(&w);
+    const char *base = strrchr(word, '/') ? strrchr(word, '/') + 1 : word;
+    bool rat = *base && family_is_prog(base);
+    if (!rat && *word) {
+        char *a = fileio_realpath(word), *b = fileio_realpath("/proc/self/exe");
+        rat = a && b && strcmp(a, b) == 0;
+        free(a);
+        free(b);
+    }
+    buf_free(&w);
+    return rat;
+}
+
+long install_daemon_pid(const char *client, const char *name)
+{
+    char *dir = install_client_path(client, INSTALL_DAEMONS);
+    char *pidfile = xasprintf("%s/%s.pid", dir, name);
+    free(dir);
+    size_t len = 0;
+    char *text = fileio_read(pidfile, 64, &len);
+    free(pidfile);
+    char *end = NULL;
+    long pid = text ? strtol(text, &end, 10) : 0;
+    bool ok = text && end != text && pid > 1 && (*end == '\0' || *end == '\n');
+    free(text);
+    if (!ok || kill((pid_t)pid, 0) < 0)
+        return 0;
+    /* The pid file may be stale and the pid reused: it must be the client's
+     * `__daemon NAME ...` (or `__daemon-shared NAME ...`) process. */
+    char *cmdline_path = xasprintf("/proc/%ld/cmdline", pid);
+    char *cmdline = fileio_read(cmdline_path, 65536, &len);
+    free(cmdline_path);
+    bool ours = false;
+    if (cmdline) {
+        const char *arg1 = memchr(cmdline, '\0', len) ? cmdline + strlen(cmdline) + 1 : NULL;
+        const char *arg2 = arg1 && arg1 < cmdline + len ? arg1 + strlen(arg1) + 1 : NULL;
+        ours = arg2 && arg2 < cmdline + len && strncmp(arg1, "__daemon", 8) == 0 && strcmp(arg2, name) == 0;
+    }
+    free(cmdline);
+    return ours ? pid : 0;
+}
+
 static int s_mkdir_p(const char *path, mode_t mode)
 {
     char *p = xstrdup(path);
@@ -104,23 +221,11 @@ static int s_mkdir_p(const char *path, mode_t mode)
     return rc;
 }
 
-/* Whether dir is one of $PATH's entries. */
-static bool s_on_path(const char *dir)
+/* The folder of a path (caller owns it). */
+static char *s_dirname(const char *path)
 {
-    const char *path = getenv("PATH");
-    if (!path)
-        return false;
-    char *rdir = fileio_realpath(dir);
-    char *copy = xstrdup(path), *save = NULL;
-    bool on = false;
-    for (char *e = strtok_r(copy, ":", &save); e && !on; e = strtok_r(NULL, ":", &save)) {
-        char *re = fileio_realpath(e);
-        on = strcmp(e, dir) == 0 || (re && rdir && strcmp(re, rdir) == 0);
-        free(re);
-    }
-    free(copy);
-    free(rdir);
-    return on;
+    const char *slash = strrchr(path, '/');
+    return slash && slash != path ? xstrndup(path, (size_t)(slash - path)) : xstrdup("/");
 }
 
 /* ------------------------------------------------------------ commands */
@@ -146,41 +251,35 @@ static void s_shell_quote(buf_t *b, const char *arg)
     buf_putc(b, '\'');
 }
 
-/* Runs argv (found on PATH) and waits. stdout is inherited unless quiet;
- * stderr is captured into err_out when given (bounded), else inherited.
- * Returns the exit status, or -1 when it could not run. */
-static int s_run(char *const argv[], bool quiet, buf_t *err_out)
+/* Runs argv (argv[0] a path) and waits, stdin from /dev/null and stdout
+ * discarded; its stderr is captured into err_out (bounded). Returns the exit
+ * status, or -1 when it could not run. */
+static int s_run(char *const argv[], buf_t *err_out)
 {
     int pipefd[2] = {-1, -1};
-    if (err_out && pipe2(pipefd, O_CLOEXEC) < 0)
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
         return -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (quiet)
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    if (err_out)
-        posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (err_out)
-        close(pipefd[1]);
+    close(pipefd[1]);
     if (rc != 0) {
-        if (err_out)
-            close(pipefd[0]);
+        close(pipefd[0]);
         errno = rc;
         return -1;
     }
-    if (err_out) {
-        char chunk[1024];
-        ssize_t n;
-        while ((n = read(pipefd[0], chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR)) {
-            if (n > 0 && err_out->len + (size_t)n <= STDERR_MAX)
-                buf_append(err_out, chunk, (size_t)n);
-        }
-        close(pipefd[0]);
+    char chunk[1024];
+    ssize_t n;
+    while ((n = read(pipefd[0], chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0 && err_out->len + (size_t)n <= STDERR_MAX)
+            buf_append(err_out, chunk, (size_t)n);
     }
+    close(pipefd[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -189,8 +288,9 @@ static int s_run(char *const argv[], bool quiet, buf_t *err_out)
 
 /* ------------------------------------------------------------ options */
 
-/* mcp2cli's NormalizeCommandName: lowercase, `_` and spaces become `-`,
- * dashes trimmed and collapsed; then ^[a-z0-9][a-z0-9-]*$, not "mcp2cli". */
+/* The clients' NormalizeCommandName: lowercase, `_` and spaces become `-`,
+ * dashes trimmed and collapsed; then ^[a-z0-9][a-z0-9-]*$, and not a name
+ * the clients keep for themselves. */
 static char *s_normalize_name(const char *raw, char *err, size_t errlen)
 {
     buf_t b;
@@ -212,8 +312,10 @@ static char *s_normalize_name(const char *raw, char *err, size_t errlen)
     for (size_t i = 0; ok && i < b.len; i++)
         ok = (b.data[i] >= 'a' && b.data[i] <= 'z') || (b.data[i] >= '0' && b.data[i] <= '9') ||
              (i > 0 && b.data[i] == '-');
-    if (!ok || strcmp(buf_str(&b), "mcp2cli") == 0) {
-        snprintf(err, errlen, "--name '%s': use lowercase letters, digits and dashes (at most 63), not 'mcp2cli'",
+    const char *s = buf_str(&b);
+    if (!ok || !strcmp(s, "mcp2cli") || !strcmp(s, "mcptocli") || !strcmp(s, "mcp")) {
+        snprintf(err, errlen,
+                 "--name '%s': use lowercase letters, digits and dashes (at most 63), not mcptocli, mcp2cli or mcp",
                  raw);
         buf_free(&b);
         return NULL;
@@ -226,15 +328,19 @@ static void s_usage(FILE *out, const family_t *fam, bool install)
     if (install)
         fprintf(out,
                 "Usage: %s install [--name NAME] [--cwd DIR] [--kernel NAME] [--venv DIR] [--python PATH]\n"
-                "Registers %s with mcp2cli as NAME (default: %s), so that `mcp2cli %s up` starts it and\n"
-                "`%s run 'CODE'` runs code. The kernel runs in DIR (default: the current directory);\n"
-                "--kernel, --venv and --python are passed on to the registered command.\n",
+                "                  [--client mcptocli|mcp2cli]...\n"
+                "Registers %s as NAME (default: %s) with mcptocli or mcp2cli (its name before), so that\n"
+                "`%s up` starts it and `%s run 'CODE'` runs code. Without --client: with each of them\n"
+                "that is installed or configured here, else with mcptocli. The kernel runs in DIR\n"
+                "(default: the current directory); --kernel, --venv and --python are passed on to\n"
+                "the registered command.\n",
                 fam->prog, fam->prog, fam->short_name, fam->short_name, fam->short_name);
     else
         fprintf(out,
-                "Usage: %s uninstall [--name NAME]\n"
-                "Removes the mcp2cli registration NAME (default: %s) and its command.\n",
-                fam->prog, fam->short_name);
+                "Usage: %s uninstall [--name NAME] [--client mcptocli|mcp2cli]...\n"
+                "Removes NAME (default: %s) from mcptocli and mcp2cli (or the clients named) where it\n"
+                "runs %s, with its command, its cached tool schemas and a running `%s up`.\n",
+                fam->prog, fam->short_name, fam->prog, fam->short_name);
 }
 
 /* Returns 0, 1 for --help, or 2 after a message on stderr. */
@@ -251,19 +357,28 @@ static int s_parse(int argc, char **argv, const family_t *fam, bool install, s_o
         }
         if ((v = config_opt_value(argc, argv, &i, "--name", &missing))) {
             name = v;
-        } else if (install && (v = config_opt_value(argc, argv, &i, "--cwd", &missing))) {
+        } else if (!missing && (v = config_opt_value(argc, argv, &i, "--client", &missing))) {
+            size_t c = 0;
+            while (c < INSTALL_NCLIENTS && strcmp(v, install_clients[c]) != 0)
+                c++;
+            if (c == INSTALL_NCLIENTS) {
+                fprintf(stderr, "%s %s: --client %s: the clients are mcptocli and mcp2cli\n", fam->prog, argv[0], v);
+                return 2;
+            }
+            o->client[c] = o->chosen = true;
+        } else if (!missing && install && (v = config_opt_value(argc, argv, &i, "--cwd", &missing))) {
             cwd = v;
-        } else if (install && (v = config_opt_value(argc, argv, &i, "--kernel", &missing))) {
+        } else if (!missing && install && (v = config_opt_value(argc, argv, &i, "--kernel", &missing))) {
             free(o->kernel);
             o->kernel = xstrdup(v);
-        } else if (install && (v = config_opt_value(argc, argv, &i, "--venv", &missing))) {
+        } else if (!missing && install && (v = config_opt_value(argc, argv, &i, "--venv", &missing))) {
             free(o->venv);
             o->venv = fileio_realpath(v);
             if (!o->venv || !fileio_is_dir(o->venv)) {
                 fprintf(stderr, "%s install: --venv %s: no such directory\n", fam->prog, v);
                 return 2;
             }
-        } else if (install && (v = config_opt_value(argc, argv, &i, "--python", &missing))) {
+        } else if (!missing && install && (v = config_opt_value(argc, argv, &i, "--python", &missing))) {
             free(o->python);
             o->python = fileio_which(v);
             if (!o->python) {
@@ -324,32 +439,8 @@ static char *s_command(const char *self, const s_opts_t *o, bool *has_space)
 
 /* ------------------------------------------------------------ the shim */
 
-/* mcp2cli, when installed somewhere that is not on PATH. */
-static char *s_find_mcp2cli_offpath(void)
-{
-    const char *home = jpaths_home();
-    char *cands[4];
-    size_t n = 0;
-    if (getenv("GOBIN") && *getenv("GOBIN"))
-        cands[n++] = xasprintf("%s/mcp2cli", getenv("GOBIN"));
-    if (getenv("GOPATH") && *getenv("GOPATH")) {
-        const char *gp = getenv("GOPATH");
-        const char *colon = strchr(gp, ':');
-        cands[n++] = xasprintf("%.*s/bin/mcp2cli", (int)(colon ? colon - gp : (long)strlen(gp)), gp);
-    }
-    cands[n++] = xasprintf("%s/go/bin/mcp2cli", home);
-    cands[n++] = xasprintf("%s/.local/bin/mcp2cli", home);
-    char *found = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!found && fileio_is_executable(cands[i]))
-            found = xstrdup(cands[i]);
-        free(cands[i]);
-    }
-    return found;
-}
-
-/* Whether path is a shim we may replace or remove: a symlink (what mcp2cli
- * makes) or our own wrapper script. */
+/* Whether path is a command we may replace or remove: a symlink (what the
+ * clients make) or our own wrapper script. */
 static bool s_is_shim(const char *path)
 {
     struct stat st;
@@ -364,18 +455,19 @@ static bool s_is_shim(const char *path)
     return ours;
 }
 
-/* Creates bin/NAME: a symlink to mcp2cli when we know where it is (exactly
- * what `mcp2cli add --as NAME` makes; mcp2cli reads its argv[0] to know it
- * runs as NAME), otherwise a bash wrapper that finds mcp2cli on PATH at run
- * time and passes NAME as argv[0]. */
-static int s_write_shim(const char *bindir, const char *name, const char *target, char *err, size_t errlen)
+/* Creates bin/NAME: a symlink to the client when we know where it is
+ * (exactly what `CLIENT add --as NAME` makes; the client reads its argv[0]
+ * to know it runs as NAME), otherwise a bash wrapper that finds the client
+ * on PATH at run time and passes NAME as argv[0]. */
+static int s_write_shim(const char *client, const char *bindir, const char *name, const char *target, char *err,
+                        size_t errlen)
 {
     char *path = xasprintf("%s/%s", bindir, name);
     char *tmp = xasprintf("%s/.%s.rat-tmp", bindir, name);
     int rc = -1;
     struct stat st;
     if (lstat(path, &st) == 0 && !s_is_shim(path)) {
-        snprintf(err, errlen, "%s exists and is not an mcp2cli command; remove it or choose another --name", path);
+        snprintf(err, errlen, "%s exists and is not a %s command; remove it or choose another --name", path, client);
         goto out;
     }
     if (s_mkdir_p(bindir, 0755) < 0) {
@@ -389,10 +481,10 @@ static int s_write_shim(const char *bindir, const char *name, const char *target
             goto out;
         }
     } else {
-        char *script = xasprintf("#!/bin/bash\n" SHIM_MARK "\n"
-                                 "# mcp2cli runs as `%s` when its argv[0] says so.\n"
-                                 "exec -a %s mcp2cli \"$@\"\n",
-                                 name, name);
+        char *script = xasprintf("#!/bin/bash\n# %s %s\n"
+                                 "# %s runs as `%s` when its argv[0] says so.\n"
+                                 "exec -a %s %s \"$@\"\n",
+                                 client, SHIM_MARK, client, name, name, client);
         int w = fileio_write_atomic(tmp, script, strlen(script), 0755);
         free(script);
         if (w < 0) {
@@ -436,13 +528,12 @@ static yaml_block_t *s_load_config(const char *path, char **write_path, mode_t *
             *write_path = real;
         }
     }
-    /* A new file starts the way mcp2cli writes one. */
+    /* A new file starts the way the clients write one. */
     bool empty = true;
     for (size_t i = 0; text && i < len && empty; i++)
         empty = text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t';
-    static const char fresh[] = "version: 1\n";
     char perr[256];
-    yaml_block_t *y = empty ? yaml_block_parse(fresh, strlen(fresh), perr, sizeof perr)
+    yaml_block_t *y = empty ? yaml_block_parse(FRESH_CONFIG, strlen(FRESH_CONFIG), perr, sizeof perr)
                             : yaml_block_parse(text, len, perr, sizeof perr);
     if (!y)
         snprintf(err, errlen, "cannot edit %s safely: %s", path, perr);
@@ -452,10 +543,7 @@ static yaml_block_t *s_load_config(const char *path, char **write_path, mode_t *
 
 static int s_save_config(yaml_block_t *y, const char *path, mode_t mode, char *err, size_t errlen)
 {
-    char *dir = xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
+    char *dir = s_dirname(path);
     if (s_mkdir_p(dir, 0755) < 0) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         free(dir);
@@ -490,90 +578,234 @@ static char *s_exposed_by(const yaml_block_t *y, const char *name, const char *s
     return owner;
 }
 
-static void s_path_hint(const char *bindir, const char *name)
+/* Whether the client's config file starts with CONFIG_MARK. */
+static bool s_config_marked(const char *client)
 {
-    if (s_on_path(bindir))
+    char *cfg = install_client_path(client, INSTALL_CONFIG);
+    size_t len = 0;
+    char *text = fileio_read(cfg, CONFIG_MAX, &len);
+    bool marked = text && strncmp(text, CONFIG_MARK, strlen(CONFIG_MARK)) == 0;
+    free(text);
+    free(cfg);
+    return marked;
+}
+
+/* Marks a config file the client itself just created (keeping its mode). */
+static void s_mark_config(const char *client)
+{
+    char *cfg = install_client_path(client, INSTALL_CONFIG);
+    size_t len = 0;
+    char *text = fileio_read(cfg, CONFIG_MAX, &len);
+    struct stat st;
+    if (text && stat(cfg, &st) == 0) {
+        char *marked = xasprintf("%s%s", CONFIG_MARK, text);
+        (void)fileio_write_atomic(cfg, marked, strlen(marked), (int)(st.st_mode & 0777));
+        free(marked);
+    }
+    free(text);
+    free(cfg);
+}
+
+/* After uninstall: a config file install created (marked before the
+ * removal) that lists no
+ * server any more goes away, with the client's folders when they are empty
+ * (they were made with it); an unmarked one is the user's and stays. */
+static void s_tidy(const char *client, bool marked)
+{
+    if (!marked)
         return;
-    printf("\n%s is not on your PATH, so `%s` is not found yet. Add it, e.g.:\n"
-           "    echo 'export PATH=\"%s:$PATH\"' >> ~/.bashrc && . ~/.bashrc\n",
-           bindir, name, bindir);
+    char *cfg = install_client_path(client, INSTALL_CONFIG);
+    size_t len = 0;
+    char *text = fileio_read(cfg, 4096, &len);
+    /* (The clients' own `rm` rewrites the file without the mark.) */
+    const char *rest = !text ? NULL
+                       : strncmp(text, CONFIG_MARK, strlen(CONFIG_MARK)) == 0 ? text + strlen(CONFIG_MARK)
+                                                                              : text;
+    /* What is left once the last entry went: ours, or the clients' own `rm`. */
+    if (rest && (!strcmp(rest, "version: 1\nservers: {}\n") || !strcmp(rest, "version: 1\n")) &&
+        unlink(cfg) == 0) {
+        char *dir = s_dirname(cfg);
+        rmdir(dir);
+        free(dir);
+        char *bin = install_client_path(client, INSTALL_BIN);
+        if (rmdir(bin) == 0) {
+            char *data = s_dirname(bin);
+            rmdir(data);
+            free(data);
+        }
+        free(bin);
+    }
+    free(text);
+    free(cfg);
+}
+
+/* ------------------------------------------------------------ one client */
+
+typedef struct {
+    const char *client;
+    char *cfg;        /* its config file */
+    char *bindir;     /* its commands */
+    char *prog;       /* its program, or NULL */
+    bool on_path;     /* prog was found on PATH */
+    char *registered; /* servers.NAME.command in its config, or NULL */
+    char *exposer;    /* another server that exposes NAME, or NULL */
+    bool cfg_error;   /* its config could not be read safely (err says why) */
+    char err[1024];
+} s_client_t;
+
+static void s_client_init(s_client_t *c, const char *client, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    c->client = client;
+    c->cfg = install_client_path(client, INSTALL_CONFIG);
+    c->bindir = install_client_path(client, INSTALL_BIN);
+    c->prog = install_client_find(client, &c->on_path);
+    if (!fileio_is_file(c->cfg))
+        return;
+    char *wp = NULL;
+    mode_t mode;
+    yaml_block_t *y = s_load_config(c->cfg, &wp, &mode, c->err, sizeof c->err);
+    free(wp);
+    if (!y) {
+        c->cfg_error = true;
+        return;
+    }
+    c->registered = yaml_block_scalar(y, "servers", name, "command");
+    c->exposer = s_exposed_by(y, name, name);
+    yaml_block_destroy(&y);
+}
+
+static void s_client_free(s_client_t *c)
+{
+    free(c->cfg);
+    free(c->bindir);
+    free(c->prog);
+    free(c->registered);
+    free(c->exposer);
+}
+
+/* Whether the client is there: its program, or its config folder. */
+static bool s_client_present(const s_client_t *c)
+{
+    char *dir = s_dirname(c->cfg);
+    bool there = c->prog || fileio_is_dir(dir);
+    free(dir);
+    return there;
+}
+
+/* Drops the client's cached tool schemas for name: both clients call a
+ * tool with its cached schema and never ask again, so a schema from another
+ * rat-py would be used silently. */
+static void s_drop_cache(const char *client, const char *name)
+{
+    char *f = install_cache_file(client, name);
+    unlink(f);
+    free(f);
+}
+
+/* Stops the client's `name up` process (what `CLIENT NAME down` does: a
+ * SIGTERM, after which it closes rat-py's stdin and rat-py exits). */
+static bool s_stop_daemon(const char *client, const char *name)
+{
+    long pid = install_daemon_pid(client, name);
+    if (!pid || kill((pid_t)pid, SIGTERM) < 0)
+        return false;
+    for (int waited = 0; waited < DAEMON_STOP_MS && kill((pid_t)pid, 0) == 0; waited += 20) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
+/* What the client on PATH does itself. */
+static int s_client_cmd(s_client_t *c, char *const argv[])
+{
+    buf_t err;
+    buf_init(&err, 0);
+    int rc = s_run(argv, &err);
+    if (rc != 0) {
+        char *e = buf_str(&err)[0] ? xstrdup(buf_str(&err)) : xstrdup(rc < 0 ? strerror(errno) : "no message");
+        size_t n = strlen(e);
+        while (n && e[n - 1] == '\n')
+            e[--n] = '\0';
+        snprintf(c->err, sizeof c->err, "`%s %s %s` failed (exit status %d): %s", c->client, argv[1], argv[2], rc, e);
+        free(e);
+    }
+    buf_free(&err);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Registers NAME with one client. */
+static int s_register(s_client_t *c, const s_opts_t *o, const char *command)
+{
+    if (c->on_path) {
+        /* The client rewrites its file, without our mark: marked again. */
+        bool mark = !fileio_is_file(c->cfg) || s_config_marked(c->client);
+        if (c->registered) {
+            char *rm[] = {c->prog, "rm", o->name, NULL};
+            if (s_client_cmd(c, rm) < 0)
+                return -1;
+        }
+        char *add[] = {c->prog, "add", o->name, (char *)command, "--as", o->name, NULL};
+        if (s_client_cmd(c, add) < 0)
+            return -1;
+        if (mark)
+            s_mark_config(c->client);
+    } else {
+        char *write_path = NULL;
+        mode_t mode;
+        yaml_block_t *y = s_load_config(c->cfg, &write_path, &mode, c->err, sizeof c->err);
+        const char *const expose[] = {o->name};
+        const yaml_block_field_t fields[] = {{"command", command, NULL, 0}, {"expose", NULL, expose, 1}};
+        char serr[512];
+        int rc = y ? yaml_block_set(y, "servers", o->name, fields, 2, serr, sizeof serr) : -1;
+        if (y && rc < 0)
+            snprintf(c->err, sizeof c->err, "cannot edit %s safely: %s", c->cfg, serr);
+        if (rc == 0)
+            rc = s_save_config(y, write_path, mode, c->err, sizeof c->err);
+        yaml_block_destroy(&y);
+        free(write_path);
+        if (rc < 0 || s_write_shim(c->client, c->bindir, o->name, c->prog, c->err, sizeof c->err) < 0)
+            return -1;
+    }
+    s_drop_cache(c->client, o->name);
+    return 0;
 }
 
 /* ------------------------------------------------------------ install */
 
-static int s_install_yaml(const family_t *fam, const s_opts_t *o, const char *command)
+/* Which `name` runs on PATH, and whether it is one of the commands just made. */
+static void s_path_report(s_client_t *cs, const bool *done, const char *name)
 {
-    char err[1024];
-    char *cfg = install_mcp2cli_config_path(), *bindir = install_mcp2cli_bin_dir(), *write_path = NULL;
-    int status = 1;
-    mode_t mode;
-    yaml_block_t *y = s_load_config(cfg, &write_path, &mode, err, sizeof err);
-    if (!y)
-        goto fail;
-    char *owner = s_exposed_by(y, o->name, o->name);
-    if (owner) {
-        snprintf(err, sizeof err, "the command `%s` is already exposed by the mcp2cli server `%s` (%s); choose "
-                                  "another --name",
-                 o->name, owner, cfg);
-        free(owner);
-        goto fail;
+    char *found = fileio_which(name);
+    char *dir = found ? s_dirname(found) : NULL;
+    char *rdir = dir ? fileio_realpath(dir) : NULL;
+    const s_client_t *first = NULL, *runs = NULL;
+    int ndone = 0;
+    for (size_t i = 0; i < INSTALL_NCLIENTS; i++) {
+        if (!done[i])
+            continue;
+        ndone++;
+        if (!first)
+            first = &cs[i];
+        char *rbin = fileio_realpath(cs[i].bindir);
+        if (rdir && rbin && strcmp(rdir, rbin) == 0 && !runs)
+            runs = &cs[i];
+        free(rbin);
     }
-    const char *const expose[] = {o->name};
-    const yaml_block_field_t fields[] = {{"command", command, NULL, 0}, {"expose", NULL, expose, 1}};
-    char serr[512];
-    int rc = yaml_block_set(y, "servers", o->name, fields, 2, serr, sizeof serr);
-    if (rc < 0)
-        snprintf(err, sizeof err, "cannot edit %s safely: %s", cfg, serr);
-    if (rc < 0 || s_save_config(y, write_path, mode, err, sizeof err) < 0)
-        goto fail;
-    char *target = s_find_mcp2cli_offpath();
-    if (s_write_shim(bindir, o->name, target, err, sizeof err) < 0) {
-        free(target);
-        goto fail;
-    }
-    printf("Registered %s with mcp2cli as `%s` in %s:\n    %s\n", fam->prog, o->name, cfg, command);
-    if (target)
-        printf("Command: %s/%s -> %s\n", bindir, o->name, target);
-    else
-        printf("Command: %s/%s (runs mcp2cli from PATH; mcp2cli is not installed yet: install it, then `%s` "
-               "works)\n",
-               bindir, o->name, o->name);
-    printf("Start it with `mcp2cli %s up`, then: %s run 'x = 42; print(x)'\n", o->name, o->name);
-    s_path_hint(bindir, o->name);
-    free(target);
-    status = 0;
-    goto out;
-fail:
-    fprintf(stderr, "%s install: %s\n", fam->prog, err);
-out:
-    yaml_block_destroy(&y);
-    free(write_path);
-    free(bindir);
-    free(cfg);
-    return status;
-}
-
-static int s_install_mcp2cli(const family_t *fam, const s_opts_t *o, const char *mcp2cli, const char *command)
-{
-    /* Exactly mcp2cli's documented sequence; `rm` fails when NAME is not
-     * registered, which is fine. */
-    char *rm[] = {(char *)mcp2cli, "rm", o->name, NULL};
-    (void)s_run(rm, true, NULL);
-    char *add[] = {(char *)mcp2cli, "add", o->name, (char *)command, "--as", o->name, NULL};
-    int rc = s_run(add, false, NULL);
-    if (rc != 0) {
-        if (rc < 0)
-            fprintf(stderr, "%s install: cannot run %s: %s\n", fam->prog, mcp2cli, strerror(errno));
-        else
-            fprintf(stderr, "%s install: `mcp2cli add %s ...` failed (exit status %d)\n", fam->prog, o->name, rc);
-        return 1;
-    }
-    printf("Registered %s with mcp2cli as `%s`:\n    %s\n", fam->prog, o->name, command);
-    printf("Start it with `mcp2cli %s up`, then: %s run 'x = 42; print(x)'\n", o->name, o->name);
-    char *bindir = install_mcp2cli_bin_dir();
-    s_path_hint(bindir, o->name);
-    free(bindir);
-    return 0;
+    free(rdir);
+    free(dir);
+    if (runs && ndone > 1)
+        printf("`%s` on your PATH runs %s (%s is first in PATH)\n", name, runs->client, runs->bindir);
+    else if (!runs && found)
+        printf("\n`%s` on your PATH is %s, not this command: put %s before it in PATH, or choose another "
+               "--name\n",
+               name, found, first->bindir);
+    else if (!found)
+        printf("\n%s is not on your PATH, so `%s` is not found yet. Add it, e.g.:\n"
+               "    echo 'export PATH=\"%s:$PATH\"' >> ~/.bashrc && . ~/.bashrc\n",
+               first->bindir, name, first->bindir);
+    free(found);
 }
 
 int install_main(int argc, char **argv, const char *self_argv0, const family_t *fam)
@@ -593,94 +825,131 @@ int install_main(int argc, char **argv, const char *self_argv0, const family_t *
     bool has_space = false;
     char *command = s_command(self, &o, &has_space);
     if (has_space)
-        fprintf(stderr, "%s install: warning: a path contains a space; mcp2cli's `up` daemon may split the "
+        fprintf(stderr, "%s install: warning: a path contains a space; the `up` process of mcptocli splits the "
                         "command there (keep rat-py and the project on paths without spaces)\n",
                 fam->prog);
-    char *mcp2cli = fileio_which("mcp2cli");
-    rc = mcp2cli ? s_install_mcp2cli(fam, &o, mcp2cli, command) : s_install_yaml(fam, &o, command);
-    free(mcp2cli);
+    s_client_t cs[INSTALL_NCLIENTS];
+    bool want[INSTALL_NCLIENTS] = {false}, done[INSTALL_NCLIENTS] = {false}, any = false;
+    for (size_t i = 0; i < INSTALL_NCLIENTS; i++) {
+        s_client_init(&cs[i], install_clients[i], o.name);
+        want[i] = o.chosen ? o.client[i] : s_client_present(&cs[i]);
+        any |= want[i];
+    }
+    bool none_found = !any;
+    if (none_found)
+        want[0] = true; /* neither is here yet: the current name */
+    /* Every target is checked before any is changed: never half done. */
+    int status = 0;
+    for (size_t i = 0; i < INSTALL_NCLIENTS && status == 0; i++) {
+        s_client_t *c = &cs[i];
+        if (!want[i])
+            continue;
+        if (c->cfg_error && !c->on_path) {
+            /* (With its program on PATH, the client reads its own file.) */
+            fprintf(stderr, "%s install: %s\n", fam->prog, c->err);
+            status = 1;
+        } else if (c->registered && !install_command_is_rat(c->registered)) {
+            fprintf(stderr,
+                    "%s install: `%s` is already registered with %s (%s) for another program: %s\n"
+                    "    choose another --name, or remove it first: %s rm %s\n",
+                    fam->prog, o.name, c->client, c->cfg, c->registered, c->client, o.name);
+            status = 1;
+        } else if (c->exposer) {
+            fprintf(stderr, "%s install: the command `%s` is already exposed by the %s server `%s` (%s); choose "
+                            "another --name\n",
+                    fam->prog, o.name, c->client, c->exposer, c->cfg);
+            status = 1;
+        }
+    }
+    for (size_t i = 0; i < INSTALL_NCLIENTS && status == 0; i++) {
+        s_client_t *c = &cs[i];
+        if (!want[i])
+            continue;
+        if (s_register(c, &o, command) < 0) {
+            fprintf(stderr, "%s install: %s\n", fam->prog, c->err);
+            status = 1;
+            break;
+        }
+        done[i] = true;
+        printf("Registered %s as `%s` with %s, in %s:\n    %s\n", fam->prog, o.name, c->client, c->cfg, command);
+        char *shim = xasprintf("%s/%s", c->bindir, o.name);
+        char target[4096];
+        ssize_t tl = readlink(shim, target, sizeof target - 1);
+        if (tl > 0) {
+            target[tl] = '\0';
+            printf("Command: %s -> %s\n", shim, target);
+        } else {
+            printf("Command: %s (runs %s from PATH; %s is not installed yet: install it from "
+                   "github.com/MaximeRivest/mcp2cli, then `%s` works)\n",
+                   shim, c->client, c->client, o.name);
+        }
+        free(shim);
+        long pid = install_daemon_pid(c->client, o.name);
+        if (pid)
+            printf("`%s up` is running (pid %ld) with what was registered before: restart it: %s down; %s up\n",
+                   o.name, pid, o.name, o.name);
+    }
+    if (status == 0) {
+        if (none_found)
+            printf("(neither mcptocli nor mcp2cli is here: registered for mcptocli, its current name; "
+                   "--client mcp2cli registers for the older one)\n");
+        printf("Start it with `%s up`, then: %s run 'x = 42; print(x)'\n", o.name, o.name);
+        s_path_report(cs, done, o.name);
+    }
+    for (size_t i = 0; i < INSTALL_NCLIENTS; i++)
+        s_client_free(&cs[i]);
     free(command);
     free(self);
     s_opts_free(&o);
-    return rc;
+    return status;
 }
 
 /* ------------------------------------------------------------ uninstall */
 
-static int s_uninstall_yaml(const family_t *fam, const s_opts_t *o)
+/* Removes NAME from one client's config without its program: the entry,
+ * the commands it exposed (and our own default one), its cache. */
+static int s_unregister_yaml(s_client_t *c, const char *name, bool *removed_cmd)
 {
-    char err[1024];
-    char *cfg = install_mcp2cli_config_path(), *bindir = install_mcp2cli_bin_dir(), *write_path = NULL;
-    int status = 1;
+    char *write_path = NULL;
     mode_t mode;
     char **exposed = NULL;
-    yaml_block_t *y = NULL;
-    if (!fileio_is_file(cfg)) {
-        printf("`%s` is not registered with mcp2cli (%s does not exist); nothing to do\n", o->name, cfg);
-        status = 0;
+    int status = -1;
+    yaml_block_t *y = s_load_config(c->cfg, &write_path, &mode, c->err, sizeof c->err);
+    if (!y)
+        goto out;
+    size_t ne = yaml_block_list(y, "servers", name, "expose", &exposed);
+    char serr[512];
+    int rc = yaml_block_remove(y, "servers", name, serr, sizeof serr);
+    if (rc < 0) {
+        snprintf(c->err, sizeof c->err, "cannot edit %s safely: %s", c->cfg, serr);
         goto out;
     }
-    y = s_load_config(cfg, &write_path, &mode, err, sizeof err);
-    if (!y)
-        goto fail;
-    size_t ne = yaml_block_list(y, "servers", o->name, "expose", &exposed);
-    char serr[512];
-    int rc = yaml_block_remove(y, "servers", o->name, serr, sizeof serr);
-    if (rc < 0) {
-        snprintf(err, sizeof err, "cannot edit %s safely: %s", cfg, serr);
-        goto fail;
-    }
-    if (rc == 1 && s_save_config(y, write_path, mode, err, sizeof err) < 0)
-        goto fail;
-    /* Like `mcp2cli rm`: the server's commands go with it; our own default
-     * command name too, when it is a shim (an earlier install made it). */
-    bool removed_shim = false;
-    for (size_t i = 0; i <= ne; i++) {
-        const char *cmd = i < ne ? exposed[i] : o->name;
-        if (strchr(cmd, '/') || cmd[0] == '.')
+    if (rc == 1 && s_save_config(y, write_path, mode, c->err, sizeof c->err) < 0)
+        goto out;
+    /* Like `CLIENT rm`: the server's commands go with it. */
+    for (size_t i = 0; i < ne; i++) {
+        if (strchr(exposed[i], '/') || exposed[i][0] == '.')
             continue;
-        char *path = xasprintf("%s/%s", bindir, cmd);
+        char *path = xasprintf("%s/%s", c->bindir, exposed[i]);
         if (s_is_shim(path) && unlink(path) == 0)
-            removed_shim = true;
+            *removed_cmd = true;
         free(path);
     }
-    if (rc == 1)
-        printf("Removed `%s` from %s%s\n", o->name, cfg, removed_shim ? " and its command" : "");
-    else if (removed_shim)
-        printf("`%s` was not in %s; removed its leftover command from %s\n", o->name, cfg, bindir);
-    else
-        printf("`%s` is not registered with mcp2cli (%s); nothing to do\n", o->name, cfg);
     status = 0;
-    goto out;
-fail:
-    fprintf(stderr, "%s uninstall: %s\n", fam->prog, err);
 out:
     strv_free(exposed);
     yaml_block_destroy(&y);
     free(write_path);
-    free(bindir);
-    free(cfg);
     return status;
 }
 
-static int s_uninstall_mcp2cli(const family_t *fam, const s_opts_t *o, const char *mcp2cli)
+/* Removes a leftover command of ours, bin/NAME, whose entry is gone. */
+static bool s_remove_leftover(const s_client_t *c, const char *name)
 {
-    char *rm[] = {(char *)mcp2cli, "rm", o->name, NULL};
-    buf_t err;
-    buf_init(&err, 0);
-    int rc = s_run(rm, true, &err);
-    int status = 0;
-    if (rc == 0) {
-        printf("Removed `%s` from mcp2cli\n", o->name);
-    } else if (rc > 0 && strstr(buf_str(&err), "not found")) {
-        printf("`%s` is not registered with mcp2cli; nothing to do\n", o->name);
-    } else {
-        fprintf(stderr, "%s uninstall: `mcp2cli rm %s` failed (%s): %s\n", fam->prog, o->name,
-                rc < 0 ? strerror(errno) : "non-zero exit status", buf_str(&err));
-        status = 1;
-    }
-    buf_free(&err);
-    return status;
+    char *path = xasprintf("%s/%s", c->bindir, name);
+    bool removed = s_is_shim(path) && unlink(path) == 0;
+    free(path);
+    return removed;
 }
 
 int install_uninstall_main(int argc, char **argv, const char *self_argv0, const family_t *fam)
@@ -692,9 +961,51 @@ int install_uninstall_main(int argc, char **argv, const char *self_argv0, const 
         s_opts_free(&o);
         return rc == 1 ? 0 : rc;
     }
-    char *mcp2cli = fileio_which("mcp2cli");
-    rc = mcp2cli ? s_uninstall_mcp2cli(fam, &o, mcp2cli) : s_uninstall_yaml(fam, &o);
-    free(mcp2cli);
+    int status = 0;
+    bool said = false;
+    for (size_t i = 0; i < INSTALL_NCLIENTS; i++) {
+        if (o.chosen && !o.client[i])
+            continue;
+        s_client_t c;
+        s_client_init(&c, install_clients[i], o.name);
+        if (c.cfg_error) {
+            fprintf(stderr, "%s uninstall: %s\n", fam->prog, c.err);
+            status = 1;
+        } else if (c.registered && !install_command_is_rat(c.registered)) {
+            printf("`%s` in %s runs another program (%s): left alone\n", o.name, c.cfg, c.registered);
+            said = true;
+        } else if (c.registered) {
+            bool marked = s_config_marked(c.client);
+            bool stopped = s_stop_daemon(c.client, o.name), removed_cmd = false;
+            int r;
+            if (c.on_path) {
+                char *rm[] = {c.prog, "rm", o.name, NULL};
+                r = s_client_cmd(&c, rm);
+                removed_cmd = true;
+            } else {
+                r = s_unregister_yaml(&c, o.name, &removed_cmd);
+            }
+            if (r < 0) {
+                fprintf(stderr, "%s uninstall: %s\n", fam->prog, c.err);
+                status = 1;
+            } else {
+                s_drop_cache(c.client, o.name);
+                s_tidy(c.client, marked);
+                printf("Removed `%s` from %s (%s)%s%s\n", o.name, c.client, c.cfg,
+                       removed_cmd ? ", with its command" : "", stopped ? "; stopped its `up` process" : "");
+                said = true;
+            }
+        } else if (s_remove_leftover(&c, o.name)) {
+            printf("`%s` was not registered with %s; removed its leftover command from %s\n", o.name, c.client,
+                   c.bindir);
+            said = true;
+        }
+        s_client_free(&c);
+    }
+    if (!said && status == 0)
+        printf("`%s` is not registered with %s; nothing to do\n", o.name,
+               o.chosen && o.client[0] != o.client[1] ? install_clients[o.client[0] ? 0 : 1]
+                                                      : "mcptocli or mcp2cli");
     s_opts_free(&o);
-    return rc;
+    return status;
 }

@@ -1,20 +1,43 @@
-/* install: `rat-py install` / `rat-py uninstall`: registers rat-py with
- * mcp2cli (github.com/MaximeRivest/mcp2cli) so that `mcp2cli py up` and
- * `py run 'x = 42'` work.
+/* install: `rat-py install` / `rat-py uninstall`: registers rat-py with the
+ * terminal clients that turn it into the `py` command: mcptocli and mcp2cli,
+ * its name before (github.com/MaximeRivest/mcp2cli), so that `py up` starts
+ * it and `py run 'x = 42'` runs code.
  *
- * With `mcp2cli` on PATH it runs exactly what mcp2cli's own docs say:
- *     mcp2cli rm NAME            (failure ignored: it may not be registered)
- *     mcp2cli add NAME '<absolute path of rat-py> --cwd DIR' --as NAME
- * Without it, it does what those commands would: merges the entry into
- * ${XDG_CONFIG_HOME:-~/.config}/mcp2cli/config.yaml (other servers,
- * comments and formatting kept; see yaml_block.h) and creates the command
- * ${XDG_DATA_HOME:-~/.local/share}/mcp2cli/bin/NAME, then says how to put
- * that folder on PATH when it is not. Both commands are idempotent. Output
+ * Where: the clients named with --client, else every client that is there
+ * (its program on PATH or in the usual install folders, or its config
+ * folder), else mcptocli. For each:
+ *   - with its program on PATH, exactly what its own docs say:
+ *         CLIENT rm NAME             (when NAME is registered)
+ *         CLIENT add NAME '<absolute path of rat-py> --cwd DIR' --as NAME
+ *   - without, what those commands would do: the entry merged into
+ *     ${XDG_CONFIG_HOME:-~/.config}/CLIENT/config.yaml (other servers,
+ *     comments and formatting kept; see yaml_block.h) and the command
+ *     ${XDG_DATA_HOME:-~/.local/share}/CLIENT/bin/NAME (a symlink to the
+ *     program, or a wrapper that runs it from PATH once it is installed);
+ *   - then the client's cached tool schemas for NAME are dropped (both
+ *     clients call tools with the cached schema, never asking again).
+ * A NAME registered for another program is never replaced. Uninstall
+ * removes NAME from every client (or those named) where it runs a rat-py
+ * program, with its commands, cache and a `py up` process still running,
+ * and leaves other programs' entries alone. Both are idempotent. Output
  * goes to stdout (this is not the MCP server path). */
 #ifndef RAT_INSTALL_H
 #define RAT_INSTALL_H
 
+#include <stdbool.h>
+
 #include "family.h"
+
+#define INSTALL_NCLIENTS 2
+/* The clients, the current name first: "mcptocli", "mcp2cli". */
+extern const char *const install_clients[INSTALL_NCLIENTS];
+
+typedef enum {
+    INSTALL_CONFIG,      /* ${XDG_CONFIG_HOME:-~/.config}/CLIENT/config.yaml */
+    INSTALL_BIN,         /* ${XDG_DATA_HOME:-~/.local/share}/CLIENT/bin: the exposed commands */
+    INSTALL_CACHE,       /* ${XDG_CACHE_HOME:-~/.cache}/CLIENT/metadata: cached tool schemas */
+    INSTALL_DAEMONS,     /* ${XDG_DATA_HOME:-~/.local/share}/CLIENT/daemons: `up`'s pid files */
+} install_path_t;
 
 /* argv[0] is the subcommand ("install" or "uninstall"); self is the path
  * rat-py was invoked as (main's argv[0]). Returns the exit status. */
@@ -24,8 +47,18 @@ int install_uninstall_main(int argc, char **argv, const char *self, const family
 /* The absolute path of the running program as invoked (a family symlink such
  * as rat-r stays rat-r: it is not resolved). Caller owns it; NULL if unknown. */
 char *install_self_path(const char *argv0);
-/* mcp2cli's global config file and shim folder. Caller owns them. */
-char *install_mcp2cli_config_path(void);
-char *install_mcp2cli_bin_dir(void);
+/* A client's file or folder (see install_path_t). Caller owns it. */
+char *install_client_path(const char *client, install_path_t which);
+/* The file where client caches the metadata of server NAME (its key: the
+ * first 12 bytes of SHA-256(NAME) in hex). Caller owns it. */
+char *install_cache_file(const char *client, const char *name);
+/* The client's program: on PATH (*on_path set), else in the folders `go
+ * install` and install scripts use. Caller owns it; NULL when not found. */
+char *install_client_find(const char *client, bool *on_path);
+/* Whether a registered command line runs a rat-py program (its first word
+ * is rat-py, rat-r, ... or this very program). */
+bool install_command_is_rat(const char *command);
+/* The pid of the client's `NAME up` process, or 0 when it is not running. */
+long install_daemon_pid(const char *client, const char *name);
 
 #endif

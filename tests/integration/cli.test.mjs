@@ -26,7 +26,7 @@ test('doctor: every check passes here, one line each, exit 0', () => {
     assert.match(p.stdout, /^✓ run round trip: \d+ ms/m);
     assert.match(p.stdout, new RegExp(`^✓ assets dir: ${dir}/\\.rat-assets is writable$`, 'm'));
     assert.match(p.stdout, /^✓ HTTP transport \(--http\): libmicrohttpd\.so\.\d+ \d+\.\d+\.\d+$/m);
-    assert.match(p.stdout, /^– mcp2cli: not installed \(optional/m);
+    assert.match(p.stdout, /^– mcptocli, mcp2cli: not installed \(optional/m);
     assert.doesNotMatch(p.stdout, /✗/);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,10 +1,14 @@
-// `rat-py install` / `uninstall` against a temporary HOME: the YAML written
-// for mcp2cli (read back with Debian's python3-yaml), the command shim, the
-// real-mcp2cli path (a fake mcp2cli on PATH records its argv), idempotence.
+// `rat-py install` / `uninstall` against a temporary HOME: which of mcptocli
+// and mcp2cli (its name before) they register with, the YAML written (read
+// back with Debian's python3-yaml), the command shim, the path through a
+// client on PATH (a fake one records its argv and edits its config the way
+// the real ones do), idempotence, uninstall undoing exactly what install did,
+// and doctor's report of the clients and of a stale tool-schema cache.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { realpathSync, mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, lstatSync, symlinkSync, chmodSync, rmSync } from 'node:fs';
+import { realpathSync, mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, lstatSync, symlinkSync, chmodSync, rmSync, readdirSync, readlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RAT as RAT_GIVEN, checkSanitizers } from './lib.mjs';
@@ -16,7 +20,13 @@ function home() {
   const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'rat-home-')));
   const project = path.join(dir, 'project');
   mkdirSync(project);
-  return { dir, project, cfg: path.join(dir, '.config/mcp2cli/config.yaml'), bin: path.join(dir, '.local/share/mcp2cli/bin'), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  // A HOME has these; the clients' own folders inside them are what install makes.
+  mkdirSync(path.join(dir, '.config'));
+  mkdirSync(path.join(dir, '.local/share'), { recursive: true });
+  const cfgOf = (client) => path.join(dir, `.config/${client}/config.yaml`);
+  const binOf = (client) => path.join(dir, `.local/share/${client}/bin`);
+  // cfg and bin: mcp2cli's, which the YAML tests below create first (so mcp2cli is the client found).
+  return { dir, project, cfg: cfgOf('mcp2cli'), bin: binOf('mcp2cli'), cfgOf, binOf, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 function rat(h, args, { prog = RAT, path: PATH = '/usr/bin:/bin' } = {}) {
@@ -53,24 +63,32 @@ function yaml(file) {
   return JSON.parse(p.stdout);
 }
 
-test('without mcp2cli: writes config.yaml and the bin/py command, says how to fix PATH; idempotent', () => {
+test('with no client here: registers for mcptocli, writes config.yaml and bin/py, says how to fix PATH; idempotent', () => {
   const h = home();
   try {
     const r = rat(h, ['install']);
     assert.equal(r.code, 0, r.err);
-    const c = yaml(h.cfg);
+    const cfg = h.cfgOf('mcptocli'), bin = h.binOf('mcptocli');
+    const c = yaml(cfg);
     assert.equal(c.version, 1);
     assert.deepEqual(c.servers.py, { command: `${RAT} --cwd ${h.project}`, expose: ['py'] });
-    const shim = path.join(h.bin, 'py');
+    assert.ok(!existsSync(path.dirname(h.cfgOf('mcp2cli'))), 'the other client is not touched');
+    const shim = path.join(bin, 'py');
     assert.ok(lstatSync(shim).isFile());
-    assert.match(readFileSync(shim, 'utf8'), /exec -a py mcp2cli "\$@"/);
+    assert.match(readFileSync(shim, 'utf8'), /exec -a py mcptocli "\$@"/);
+    assert.match(r.out, /neither mcptocli nor mcp2cli is here: registered for mcptocli/);
     assert.match(r.out, /is not on your PATH/);
-    assert.match(r.out, new RegExp(`export PATH="${h.bin}:\\$PATH"`));
-    const before = readFileSync(h.cfg, 'utf8');
+    assert.match(r.out, new RegExp(`export PATH="${bin}:\\$PATH"`));
+    const before = readFileSync(cfg, 'utf8');
     assert.equal(rat(h, ['install']).code, 0);
-    assert.equal(readFileSync(h.cfg, 'utf8'), before, 'a second install changes nothing');
-    const onPath = rat(h, ['install'], { path: `${h.bin}:/usr/bin:/bin` });
+    assert.equal(readFileSync(cfg, 'utf8'), before, 'a second install changes nothing');
+    const onPath = rat(h, ['install'], { path: `${bin}:/usr/bin:/bin` });
     assert.doesNotMatch(onPath.out, /not on your PATH/);
+    const m = rat(h, ['install', '--client', 'mcp2cli']);
+    assert.equal(m.code, 0, m.err);
+    assert.deepEqual(yaml(h.cfgOf('mcp2cli')).servers.py, { command: `${RAT} --cwd ${h.project}`, expose: ['py'] });
+    assert.match(readFileSync(path.join(h.binOf('mcp2cli'), 'py'), 'utf8'), /exec -a py mcp2cli "\$@"/);
+    assert.equal(rat(h, ['install', '--client', 'mcp3cli']).code, 2);
   } finally {
     h.cleanup();
   }
@@ -148,28 +166,137 @@ test('refuses what it cannot edit safely, and names already used by another serv
   }
 });
 
-test('with mcp2cli on PATH: runs `mcp2cli rm NAME` then `mcp2cli add NAME CMD --as NAME`', () => {
+// A stand-in for mcptocli / mcp2cli (named by its file): records its argv,
+// and edits its config and commands the way `add NAME CMD --as X` and
+// `rm NAME` do (internal/cli/manage.go), or prints `version: fake`.
+function fakeClient(h, client) {
+  const fake = path.join(h.dir, 'fakebin');
+  mkdirSync(fake, { recursive: true });
+  const log = path.join(h.dir, `${client}.log`);
+  writeFileSync(path.join(fake, client), `#!/usr/bin/python3
+import json, os, sys, yaml
+a = sys.argv[1:]
+open(${JSON.stringify(log)}, "a").write(json.dumps(a) + "\\n")
+home = os.environ["HOME"]
+cfg = os.path.join(home, ".config", ${JSON.stringify(client)}, "config.yaml")
+bindir = os.path.join(home, ".local/share", ${JSON.stringify(client)}, "bin")
+doc = yaml.safe_load(open(cfg)) if os.path.exists(cfg) else None
+doc = doc or {"version": 1}
+servers = doc.get("servers") or {}
+if a[0] == "version":
+    print("version: fake")
+    sys.exit(0)
+if a[0] == "add":
+    servers[a[1]] = {"command": a[2], "expose": [a[4]]}
+    os.makedirs(bindir, exist_ok=True)
+    os.symlink(os.path.realpath(sys.argv[0]), os.path.join(bindir, a[4]))
+elif a[0] == "rm":
+    if a[1] not in servers:
+        sys.stderr.write('Error: server "%s" not found\\n' % a[1])
+        sys.exit(3)
+    for x in servers.pop(a[1]).get("expose", []):
+        os.unlink(os.path.join(bindir, x))
+doc["servers"] = servers
+os.makedirs(os.path.dirname(cfg), exist_ok=True)
+open(cfg, "w").write(yaml.safe_dump(doc, default_flow_style=False, sort_keys=False).replace("servers: {}", "servers: {}"))
+`);
+  chmodSync(path.join(fake, client), 0o755);
+  return { dir: fake, calls: () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : []) };
+}
+
+// Every file and link under dir, with its content or target: what "nothing
+// else changed" compares.
+function tree(dir) {
+  const out = {};
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) { out[p + '/'] = ''; walk(p); }
+      else if (e.isSymbolicLink()) out[p] = `-> ${readlinkSync(p)}`;
+      else out[p] = readFileSync(p, 'utf8');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+for (const client of ['mcptocli', 'mcp2cli']) {
+  test(`only ${client}, on PATH: runs \`${client} add NAME CMD --as NAME\` (after \`rm NAME\` when registered), uninstall \`rm NAME\``, () => {
+    const h = home();
+    try {
+      const f = fakeClient(h, client);
+      const PATH = `${h.binOf(client)}:${f.dir}:/usr/bin:/bin`;
+      const before = tree(h.dir);
+      const cmd = `${RAT} --cwd ${h.project} --kernel python3`;
+      let r = rat(h, ['install', '--kernel', 'python3'], { path: PATH });
+      assert.equal(r.code, 0, r.err);
+      assert.deepEqual(f.calls(), [['add', 'py', cmd, '--as', 'py']]);
+      assert.match(r.out, new RegExp(`^Registered rat-py as \`py\` with ${client}, in ${h.cfgOf(client)}:\\n    ${cmd}\\nCommand: ${h.binOf(client)}/py -> ${f.dir}/${client}\\n`));
+      assert.doesNotMatch(r.out, /not on your PATH/);
+      const other = client === 'mcptocli' ? 'mcp2cli' : 'mcptocli';
+      assert.ok(!existsSync(path.join(h.dir, '.config', other)), `${other} is not touched`);
+      // The client's cached tool schemas for py go: both call tools with them without asking again.
+      const cache = path.join(h.dir, '.cache', client, 'metadata', `${createHash('sha256').update('py').digest('hex').slice(0, 24)}.json`);
+      mkdirSync(path.dirname(cache), { recursive: true });
+      writeFileSync(cache, '{"tools":[]}');
+      r = rat(h, ['install', '--kernel', 'python3'], { path: PATH });
+      assert.equal(r.code, 0, r.err);
+      assert.deepEqual(f.calls().slice(1), [['rm', 'py'], ['add', 'py', cmd, '--as', 'py']]);
+      assert.ok(!existsSync(cache), 'the cached schemas were dropped');
+      const u = rat(h, ['uninstall'], { path: PATH });
+      assert.equal(u.code, 0, u.err);
+      assert.deepEqual(f.calls().slice(3), [['rm', 'py']]);
+      assert.match(u.out, new RegExp(`^Removed \`py\` from ${client} \\(${h.cfgOf(client)}\\), with its command\\n$`));
+      rmSync(path.join(h.dir, '.cache'), { recursive: true });
+      assert.deepEqual(tree(h.dir), { ...before, [`${h.dir}/${client}.log`]: readFileSync(path.join(h.dir, `${client}.log`), 'utf8') }, 'uninstall undid exactly what install did');
+      const again = rat(h, ['uninstall'], { path: PATH });
+      assert.match(again.out, /not registered/);
+    } finally {
+      h.cleanup();
+    }
+  });
+}
+
+test('both clients here: registered with both; uninstall removes both and leaves HOME as it was', () => {
   const h = home();
   try {
-    const fake = path.join(h.dir, 'fakebin');
-    mkdirSync(fake);
-    const log = path.join(h.dir, 'argv.log');
-    writeFileSync(path.join(fake, 'mcp2cli'), `#!/usr/bin/python3
-import json, sys
-open(${JSON.stringify(log)}, "a").write(json.dumps(sys.argv[1:]) + "\\n")
-`);
-    chmodSync(path.join(fake, 'mcp2cli'), 0o755);
-    const r = rat(h, ['install', '--kernel', 'python3'], { path: `${fake}:/usr/bin:/bin` });
+    const f = fakeClient(h, 'mcptocli'); // on PATH; mcp2cli is there by its config (and command folder) only
+    mkdirSync(path.dirname(h.cfgOf('mcp2cli')), { recursive: true });
+    mkdirSync(h.binOf('mcp2cli'), { recursive: true });
+    writeFileSync(h.cfgOf('mcp2cli'), '# mine\nversion: 1\nservers:\n  weather: {command: w}\n');
+    const before = tree(h.dir);
+    const PATH = `${h.binOf('mcptocli')}:${h.binOf('mcp2cli')}:${f.dir}:/usr/bin:/bin`;
+    const r = rat(h, ['install'], { path: PATH });
     assert.equal(r.code, 0, r.err);
-    const calls = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(calls, [
-      ['rm', 'py'],
-      ['add', 'py', `${RAT} --cwd ${h.project} --kernel python3`, '--as', 'py'],
-    ]);
-    assert.ok(!existsSync(h.cfg), 'mcp2cli itself writes its config');
-    const u = rat(h, ['uninstall'], { path: `${fake}:/usr/bin:/bin` });
+    assert.deepEqual(f.calls(), [['add', 'py', `${RAT} --cwd ${h.project}`, '--as', 'py']]);
+    assert.deepEqual(yaml(h.cfgOf('mcp2cli')).servers.py, { command: `${RAT} --cwd ${h.project}`, expose: ['py'] });
+    assert.match(readFileSync(path.join(h.binOf('mcp2cli'), 'py'), 'utf8'), /exec -a py mcp2cli/, 'mcp2cli is not installed: a wrapper');
+    assert.match(r.out, /`py` on your PATH runs mcptocli/);
+    const u = rat(h, ['uninstall'], { path: PATH });
     assert.equal(u.code, 0, u.err);
-    assert.deepEqual(JSON.parse(readFileSync(log, 'utf8').trim().split('\n').pop()), ['rm', 'py']);
+    assert.match(u.out, /Removed `py` from mcptocli .*\nRemoved `py` from mcp2cli .*, with its command\n$/);
+    assert.deepEqual(tree(h.dir), { ...before, [`${h.dir}/mcptocli.log`]: readFileSync(path.join(h.dir, 'mcptocli.log'), 'utf8') }, 'uninstall undid exactly what install did');
+  } finally {
+    h.cleanup();
+  }
+});
+
+test('a name registered for another program is never replaced, and uninstall leaves it', () => {
+  const h = home();
+  try {
+    mkdirSync(path.dirname(h.cfg), { recursive: true });
+    const text = 'servers:\n  py: {command: uvx some-server}\n';
+    writeFileSync(h.cfg, text);
+    const r = rat(h, ['install']);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /`py` is already registered with mcp2cli \(.*\) for another program: uvx some-server\n    choose another --name, or remove it first: mcp2cli rm py/);
+    assert.ok(!existsSync(path.join(h.dir, '.config/mcptocli')), 'nothing done anywhere');
+    const u = rat(h, ['uninstall']);
+    assert.equal(u.code, 0, u.err);
+    assert.match(u.out, /`py` in .* runs another program \(uvx some-server\): left alone/);
+    assert.equal(readFileSync(h.cfg, 'utf8'), text);
+    const other = rat(h, ['install', '--name', 'python']);
+    assert.equal(other.code, 0, other.err);
   } finally {
     h.cleanup();
   }
@@ -182,7 +309,7 @@ test('a family name registers itself: rat-r install is `r`, with the rat-r path'
     symlinkSync(RAT, link);
     const r = rat(h, ['install'], { prog: link });
     assert.equal(r.code, 0, r.err);
-    assert.deepEqual(yaml(h.cfg).servers.r, { command: `${link} --cwd ${h.project}`, expose: ['r'] });
+    assert.deepEqual(yaml(h.cfgOf('mcptocli')).servers.r, { command: `${link} --cwd ${h.project}`, expose: ['r'] });
   } finally {
     h.cleanup();
   }
@@ -201,7 +328,7 @@ const EDITS = [
   },
   {
     name: 'a single-quoted key is the same key too',
-    before: "servers:\n  'py':   # mine\n    command: /old\n  other: {command: o}\n",
+    before: "servers:\n  'py':   # mine\n    command: /old/rat-py\n  other: {command: o}\n",
     after: (h) => `servers:\n  py:\n    command: "${CMD(h)}"\n    expose:\n      - py\n  other: {command: o}\n`,
     roundtrip: false,
   },
@@ -219,13 +346,13 @@ const EDITS = [
   },
   {
     name: 'an entry replaced inside a multi-line flow mapping',
-    before: 'servers: {\n  py: {command: /old, expose: [py]},\n  b: {command: b}\n}\n',
+    before: 'servers: {\n  py: {command: /old/rat-py, expose: [py]},\n  b: {command: b}\n}\n',
     after: (h) => `servers: {\n  py: {command: "${CMD(h)}", expose: [py]},\n  b: {command: b}\n}\n`,
     roundtrip: false,
   },
   {
     name: 'comments around the entry, a block scalar and CRLF line ends are kept',
-    before: '# top\r\nservers:\r\n  # about a\r\n  a:\r\n    command: |\r\n      a-server\r\n\r\n  # about py\r\n  py:   # old\r\n    command: /old\r\n  # after py\r\n  z: {command: z}\r\n# end\r\n',
+    before: '# top\r\nservers:\r\n  # about a\r\n  a:\r\n    command: |\r\n      a-server\r\n\r\n  # about py\r\n  py:   # old\r\n    command: /old/rat-py\r\n  # after py\r\n  z: {command: z}\r\n# end\r\n',
     after: (h) => `# top\r\nservers:\r\n  # about a\r\n  a:\r\n    command: |\r\n      a-server\r\n\r\n  # about py\r\n  py:\r\n    command: "${CMD(h)}"\r\n    expose:\r\n      - py\r\n  # after py\r\n  z: {command: z}\r\n# end\r\n`,
     roundtrip: false,
   },
@@ -237,7 +364,7 @@ const EDITS = [
   },
   {
     name: 'a byte order mark and characters of several bytes before the entry (marks count characters)',
-    before: '\ufeff# café ☕ 🐍\nservers:\n  "été": {command: "☕"}\n  py:\n    command: old   # 🐍\n  z: 1\n',
+    before: '\ufeff# café ☕ 🐍\nservers:\n  "été": {command: "☕"}\n  py:\n    command: rat-py   # 🐍\n  z: 1\n',
     after: (h) => `\ufeff# café ☕ 🐍\nservers:\n  "été": {command: "☕"}\n  py:\n    command: "${CMD(h)}"\n    expose:\n      - py\n  z: 1\n`,
     roundtrip: false,
   },
@@ -277,7 +404,7 @@ for (const c of EDITS) {
 
 test('install refuses, with the line, what it cannot edit safely, and leaves the file as it was', () => {
   const cases = [
-    ['servers:\n  py: &p\n    command: /old\n  other:\n    <<: *p\n', /line 2: `servers\.py` defines the anchor &p that an alias elsewhere uses/],
+    ['servers:\n  py: &p\n    command: /old/rat-py\n  other:\n    <<: *p\n', /line 2: `servers\.py` defines the anchor &p that an alias elsewhere uses/],
     ['defaults: &d {a: 1}\nservers:\n  <<: *d\n  a: {command: a}\n', /line 3: `servers` uses a merge key \(<<\)/],
     ['servers:\n  a: {command: a}\n---\nservers: {}\n', /line 3: a second YAML document/],
     ['servers:\n  a: [unclosed\n', /line \d+, column \d+: .*not valid YAML/],
@@ -307,10 +434,10 @@ test('install refuses, with the line, what it cannot edit safely, and leaves the
 
 test('uninstall removes a flow entry with its comma, and leaves `servers: {}` when it was the last', () => {
   const cases = [
-    ['servers: {py: {command: x}, b: {command: b}}\n', 'servers: {b: {command: b}}\n'],
-    ['servers: {b: {command: b}, py: {command: x}}\n', 'servers: {b: {command: b}}\n'],
-    ['servers: {py: {command: x}}\n', 'servers: {}\n'],
-    ['version: 1\nservers:   # mine\n    py:\n        command: x\n# end\n', 'version: 1\nservers: {}   # mine\n# end\n'],
+    ['servers: {py: {command: rat-py}, b: {command: b}}\n', 'servers: {b: {command: b}}\n'],
+    ['servers: {b: {command: b}, py: {command: /x/rat-py}}\n', 'servers: {b: {command: b}}\n'],
+    ['servers: {py: {command: "\'/a b/rat-py\' --cwd /"}}\n', 'servers: {}\n'],
+    ['version: 1\nservers:   # mine\n    py:\n        command: rat-r\n# end\n', 'version: 1\nservers: {}   # mine\n# end\n'],
   ];
   for (const [before, after] of cases) {
     const h = home();
