@@ -15,7 +15,7 @@
 
 #include "buf.h"
 #include "fileio.h"
-#include "install.h"
+#include "clients.h"
 #include "mem.h"
 #include "yaml_block.h"
 
@@ -87,7 +87,7 @@ static char *s_version(const char *prog)
  * NULL when there is none. *exists: the file exists. */
 static char *s_registered(const char *client, const char *name, bool *exists)
 {
-    char *cfg = install_client_path(client, INSTALL_CONFIG);
+    char *cfg = clients_path(client, CLIENTS_CONFIG);
     size_t len = 0;
     char *text = fileio_read(cfg, YAML_BLOCK_MAX_TEXT, &len);
     *exists = text != NULL;
@@ -188,8 +188,8 @@ static int s_client_of(const char *path)
     char *dir = slash ? xstrndup(path, (size_t)(slash - path)) : xstrdup(".");
     char *rdir = fileio_realpath(dir);
     int which = -1;
-    for (int i = 0; i < INSTALL_NCLIENTS && which < 0 && rdir; i++) {
-        char *bin = install_client_path(install_clients[i], INSTALL_BIN);
+    for (int i = 0; i < CLIENTS_N && which < 0 && rdir; i++) {
+        char *bin = clients_path(clients_names[i], CLIENTS_BIN);
         char *rbin = fileio_realpath(bin);
         if (rbin && strcmp(rbin, rdir) == 0)
             which = i;
@@ -206,10 +206,10 @@ void doctor_check_clients(const family_t *fam, const char *self, json_object *to
     const char *name = fam->short_name;
     bool installed_any = false;
     int registered = -1; /* the first client where name is registered */
-    for (int i = 0; i < INSTALL_NCLIENTS; i++) {
-        const char *client = install_clients[i];
+    for (int i = 0; i < CLIENTS_N; i++) {
+        const char *client = clients_names[i];
         bool on_path = false, exists = false;
-        char *prog = install_client_find(client, &on_path);
+        char *prog = clients_find(client, &on_path);
         char *cmd = s_registered(client, name, &exists);
         if (prog) {
             installed_any = true;
@@ -221,7 +221,7 @@ void doctor_check_clients(const family_t *fam, const char *self, json_object *to
         if (cmd) {
             if (registered < 0)
                 registered = i;
-            bool rat = install_command_is_rat(cmd);
+            bool rat = clients_command_is_rat(cmd);
             bool same = strncmp(cmd, self, strlen(self)) == 0 && strchr(" \t", cmd[strlen(self)]);
             doctor_info("%s: `%s` is registered: %s%s", client, name, cmd,
                         !rat    ? " (another program: `rat-py install` refuses to replace it)"
@@ -231,16 +231,16 @@ void doctor_check_clients(const family_t *fam, const char *self, json_object *to
                 doctor_info("%s: not installed: `%s` works once it is (github.com/MaximeRivest/mcp2cli)", client,
                             name);
         } else if (prog || exists) {
-            char *cfg = install_client_path(client, INSTALL_CONFIG);
+            char *cfg = clients_path(client, CLIENTS_CONFIG);
             doctor_info("%s: `%s` is not registered%s%s; `%s install` registers it", client, name,
                         exists ? " in " : "", exists ? cfg : "", fam->prog);
             free(cfg);
         }
-        long pid = install_daemon_pid(client, name);
+        long pid = clients_daemon_pid(client, name);
         if (pid)
             doctor_info("%s: `%s up` is running (pid %ld): after upgrading rat-py, restart it (%s down; %s up)",
                         client, name, pid, name, name);
-        char *cache = install_cache_file(client, name);
+        char *cache = clients_cache_file(client, name);
         if (fileio_is_file(cache)) {
             buf_t diff;
             buf_init(&diff, 0);
@@ -278,14 +278,14 @@ void doctor_check_clients(const family_t *fam, const char *self, json_object *to
         return;
     /* The command itself, as the shell finds it. */
     char *found = fileio_which(name);
-    char *bin = install_client_path(install_clients[registered], INSTALL_BIN);
+    char *bin = clients_path(clients_names[registered], CLIENTS_BIN);
     int owner = found ? s_client_of(found) : -1;
     if (owner >= 0) {
         char target[4096];
         ssize_t n = readlink(found, target, sizeof target - 1);
         if (n > 0)
             target[n] = '\0';
-        doctor_ok("`%s` on PATH: %s -> %s", name, found, n > 0 ? target : install_clients[owner]);
+        doctor_ok("`%s` on PATH: %s -> %s", name, found, n > 0 ? target : clients_names[owner]);
     } else if (found) {
         char *fix = xasprintf("put %s before it in PATH, or register another name: %s install --name NAME", bin,
                               fam->prog);

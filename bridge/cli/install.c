@@ -12,12 +12,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <sodium.h>
 
 #include "buf.h"
+#include "clients.h"
 #include "config.h"
 #include "fileio.h"
-#include "jpaths.h"
 #include "mem.h"
 #include "yaml_block.h"
 
@@ -35,13 +34,11 @@
 
 extern char **environ;
 
-const char *const install_clients[INSTALL_NCLIENTS] = {"mcptocli", "mcp2cli"};
-
 typedef struct {
     char *name;       /* owned, normalized */
     char *cwd;        /* owned, absolute */
     char *kernel, *venv, *python; /* owned, pass-through server options (paths absolute) */
-    bool client[INSTALL_NCLIENTS]; /* --client: the chosen ones (none chosen: found ones) */
+    bool client[CLIENTS_N]; /* --client: the chosen ones (none chosen: found ones) */
     bool chosen;
 } s_opts_t;
 
@@ -55,43 +52,6 @@ static void s_opts_free(s_opts_t *o)
 }
 
 /* ------------------------------------------------------------ paths */
-
-static char *s_xdg(const char *var, const char *fallback)
-{
-    const char *v = getenv(var);
-    if (v && v[0] == '/')
-        return xstrdup(v);
-    return xasprintf("%s/%s", jpaths_home(), fallback);
-}
-
-char *install_client_path(const char *client, install_path_t which)
-{
-    static const struct {
-        const char *var, *fallback, *leaf;
-    } p[] = {
-        [INSTALL_CONFIG] = {"XDG_CONFIG_HOME", ".config", "config.yaml"},
-        [INSTALL_BIN] = {"XDG_DATA_HOME", ".local/share", "bin"},
-        [INSTALL_CACHE] = {"XDG_CACHE_HOME", ".cache", "metadata"},
-        [INSTALL_DAEMONS] = {"XDG_DATA_HOME", ".local/share", "daemons"},
-    };
-    char *base = s_xdg(p[which].var, p[which].fallback);
-    char *out = xasprintf("%s/%s/%s", base, client, p[which].leaf);
-    free(base);
-    return out;
-}
-
-char *install_cache_file(const char *client, const char *name)
-{
-    /* Both clients' cacheKey: hex of the first 12 bytes of SHA-256(name). */
-    unsigned char h[crypto_hash_sha256_BYTES];
-    crypto_hash_sha256(h, (const unsigned char *)name, strlen(name));
-    char hex[2 * 12 + 1];
-    sodium_bin2hex(hex, sizeof hex, h, 12);
-    char *dir = install_client_path(client, INSTALL_CACHE);
-    char *out = xasprintf("%s/%s.json", dir, hex);
-    free(dir);
-    return out;
-}
 
 char *install_self_path(const char *argv0)
 {
@@ -110,97 +70,6 @@ char *install_self_path(const char *argv0)
     free(dir);
     free(found);
     return out;
-}
-
-char *install_client_find(const char *client, bool *on_path)
-{
-    *on_path = false;
-    char *found = fileio_which(client);
-    if (found) {
-        *on_path = true;
-        return found;
-    }
-    /* Installed off PATH: `go install` (GOBIN, GOPATH/bin, ~/go/bin), and
-     * the folders install scripts use. */
-    const char *home = jpaths_home();
-    char *cands[5];
-    size_t n = 0;
-    if (getenv("GOBIN") && *getenv("GOBIN"))
-        cands[n++] = xasprintf("%s/%s", getenv("GOBIN"), client);
-    if (getenv("GOPATH") && *getenv("GOPATH")) {
-        const char *gp = getenv("GOPATH");
-        const char *colon = strchr(gp, ':');
-        cands[n++] = xasprintf("%.*s/bin/%s", (int)(colon ? colon - gp : (long)strlen(gp)), gp, client);
-    }
-    cands[n++] = xasprintf("%s/go/bin/%s", home, client);
-    cands[n++] = xasprintf("%s/.local/bin/%s", home, client);
-    cands[n++] = xasprintf("/usr/local/bin/%s", client);
-    for (size_t i = 0; i < n; i++) {
-        if (!found && fileio_is_executable(cands[i]))
-            found = xstrdup(cands[i]);
-        free(cands[i]);
-    }
-    return found;
-}
-
-bool install_command_is_rat(const char *command)
-{
-    /* The first word, as go-shellquote (mcp2cli) or a split on spaces
-     * (mcptocli's `up`) reads it: plain, or in single or double quotes. */
-    const char *p = command + strspn(command, " \t");
-    buf_t w;
-    buf_init(&w, 4096);
-    char quote = 0;
-    for (; *p && (quote || !strchr(" \t", *p)); p++) {
-        if (!quote && (*p == '\'' || *p == '"'))
-            quote = *p;
-        else if (quote && *p == quote)
-            quote = 0;
-        else if (!quote && *p == '\\' && p[1])
-            buf_putc(&w, *++p);
-        else
-            buf_putc(&w, *p);
-    }
-    const char *word = buf_str(&w);
-    const char *base = strrchr(word, '/') ? strrchr(word, '/') + 1 : word;
-    bool rat = *base && family_is_prog(base);
-    if (!rat && *word) {
-        char *a = fileio_realpath(word), *b = fileio_realpath("/proc/self/exe");
-        rat = a && b && strcmp(a, b) == 0;
-        free(a);
-        free(b);
-    }
-    buf_free(&w);
-    return rat;
-}
-
-long install_daemon_pid(const char *client, const char *name)
-{
-    char *dir = install_client_path(client, INSTALL_DAEMONS);
-    char *pidfile = xasprintf("%s/%s.pid", dir, name);
-    free(dir);
-    size_t len = 0;
-    char *text = fileio_read(pidfile, 64, &len);
-    free(pidfile);
-    char *end = NULL;
-    long pid = text ? strtol(text, &end, 10) : 0;
-    bool ok = text && end != text && pid > 1 && (*end == '\0' || *end == '\n');
-    free(text);
-    if (!ok || kill((pid_t)pid, 0) < 0)
-        return 0;
-    /* The pid file may be stale and the pid reused: it must be the client's
-     * `__daemon NAME ...` (or `__daemon-shared NAME ...`) process. */
-    char *cmdline_path = xasprintf("/proc/%ld/cmdline", pid);
-    char *cmdline = fileio_read(cmdline_path, 65536, &len);
-    free(cmdline_path);
-    bool ours = false;
-    if (cmdline) {
-        const char *arg1 = memchr(cmdline, '\0', len) ? cmdline + strlen(cmdline) + 1 : NULL;
-        const char *arg2 = arg1 && arg1 < cmdline + len ? arg1 + strlen(arg1) + 1 : NULL;
-        ours = arg2 && arg2 < cmdline + len && strncmp(arg1, "__daemon", 8) == 0 && strcmp(arg2, name) == 0;
-    }
-    free(cmdline);
-    return ours ? pid : 0;
 }
 
 static int s_mkdir_p(const char *path, mode_t mode)
@@ -359,9 +228,9 @@ static int s_parse(int argc, char **argv, const family_t *fam, bool install, s_o
             name = v;
         } else if (!missing && (v = config_opt_value(argc, argv, &i, "--client", &missing))) {
             size_t c = 0;
-            while (c < INSTALL_NCLIENTS && strcmp(v, install_clients[c]) != 0)
+            while (c < CLIENTS_N && strcmp(v, clients_names[c]) != 0)
                 c++;
-            if (c == INSTALL_NCLIENTS) {
+            if (c == CLIENTS_N) {
                 fprintf(stderr, "%s %s: --client %s: the clients are mcptocli and mcp2cli\n", fam->prog, argv[0], v);
                 return 2;
             }
@@ -581,7 +450,7 @@ static char *s_exposed_by(const yaml_block_t *y, const char *name, const char *s
 /* Whether the client's config file starts with CONFIG_MARK. */
 static bool s_config_marked(const char *client)
 {
-    char *cfg = install_client_path(client, INSTALL_CONFIG);
+    char *cfg = clients_path(client, CLIENTS_CONFIG);
     size_t len = 0;
     char *text = fileio_read(cfg, CONFIG_MAX, &len);
     bool marked = text && strncmp(text, CONFIG_MARK, strlen(CONFIG_MARK)) == 0;
@@ -593,7 +462,7 @@ static bool s_config_marked(const char *client)
 /* Marks a config file the client itself just created (keeping its mode). */
 static void s_mark_config(const char *client)
 {
-    char *cfg = install_client_path(client, INSTALL_CONFIG);
+    char *cfg = clients_path(client, CLIENTS_CONFIG);
     size_t len = 0;
     char *text = fileio_read(cfg, CONFIG_MAX, &len);
     struct stat st;
@@ -614,7 +483,7 @@ static void s_tidy(const char *client, bool marked)
 {
     if (!marked)
         return;
-    char *cfg = install_client_path(client, INSTALL_CONFIG);
+    char *cfg = clients_path(client, CLIENTS_CONFIG);
     size_t len = 0;
     char *text = fileio_read(cfg, 4096, &len);
     /* (The clients' own `rm` rewrites the file without the mark.) */
@@ -627,7 +496,7 @@ static void s_tidy(const char *client, bool marked)
         char *dir = s_dirname(cfg);
         rmdir(dir);
         free(dir);
-        char *bin = install_client_path(client, INSTALL_BIN);
+        char *bin = clients_path(client, CLIENTS_BIN);
         if (rmdir(bin) == 0) {
             char *data = s_dirname(bin);
             rmdir(data);
@@ -657,9 +526,9 @@ static void s_client_init(s_client_t *c, const char *client, const char *name)
 {
     memset(c, 0, sizeof *c);
     c->client = client;
-    c->cfg = install_client_path(client, INSTALL_CONFIG);
-    c->bindir = install_client_path(client, INSTALL_BIN);
-    c->prog = install_client_find(client, &c->on_path);
+    c->cfg = clients_path(client, CLIENTS_CONFIG);
+    c->bindir = clients_path(client, CLIENTS_BIN);
+    c->prog = clients_find(client, &c->on_path);
     if (!fileio_is_file(c->cfg))
         return;
     char *wp = NULL;
@@ -698,7 +567,7 @@ static bool s_client_present(const s_client_t *c)
  * rat-py would be used silently. */
 static void s_drop_cache(const char *client, const char *name)
 {
-    char *f = install_cache_file(client, name);
+    char *f = clients_cache_file(client, name);
     unlink(f);
     free(f);
 }
@@ -707,7 +576,7 @@ static void s_drop_cache(const char *client, const char *name)
  * SIGTERM, after which it closes rat-py's stdin and rat-py exits). */
 static bool s_stop_daemon(const char *client, const char *name)
 {
-    long pid = install_daemon_pid(client, name);
+    long pid = clients_daemon_pid(client, name);
     if (!pid || kill((pid_t)pid, SIGTERM) < 0)
         return false;
     for (int waited = 0; waited < DAEMON_STOP_MS && kill((pid_t)pid, 0) == 0; waited += 20) {
@@ -782,7 +651,7 @@ static void s_path_report(s_client_t *cs, const bool *done, const char *name)
     char *rdir = dir ? fileio_realpath(dir) : NULL;
     const s_client_t *first = NULL, *runs = NULL;
     int ndone = 0;
-    for (size_t i = 0; i < INSTALL_NCLIENTS; i++) {
+    for (size_t i = 0; i < CLIENTS_N; i++) {
         if (!done[i])
             continue;
         ndone++;
@@ -828,10 +697,10 @@ int install_main(int argc, char **argv, const char *self_argv0, const family_t *
         fprintf(stderr, "%s install: warning: a path contains a space; the `up` process of mcptocli splits the "
                         "command there (keep rat-py and the project on paths without spaces)\n",
                 fam->prog);
-    s_client_t cs[INSTALL_NCLIENTS];
-    bool want[INSTALL_NCLIENTS] = {false}, done[INSTALL_NCLIENTS] = {false}, any = false;
-    for (size_t i = 0; i < INSTALL_NCLIENTS; i++) {
-        s_client_init(&cs[i], install_clients[i], o.name);
+    s_client_t cs[CLIENTS_N];
+    bool want[CLIENTS_N] = {false}, done[CLIENTS_N] = {false}, any = false;
+    for (size_t i = 0; i < CLIENTS_N; i++) {
+        s_client_init(&cs[i], clients_names[i], o.name);
         want[i] = o.chosen ? o.client[i] : s_client_present(&cs[i]);
         any |= want[i];
     }
@@ -840,7 +709,7 @@ int install_main(int argc, char **argv, const char *self_argv0, const family_t *
         want[0] = true; /* neither is here yet: the current name */
     /* Every target is checked before any is changed: never half done. */
     int status = 0;
-    for (size_t i = 0; i < INSTALL_NCLIENTS && status == 0; i++) {
+    for (size_t i = 0; i < CLIENTS_N && status == 0; i++) {
         s_client_t *c = &cs[i];
         if (!want[i])
             continue;
@@ -848,7 +717,7 @@ int install_main(int argc, char **argv, const char *self_argv0, const family_t *
             /* (With its program on PATH, the client reads its own file.) */
             fprintf(stderr, "%s install: %s\n", fam->prog, c->err);
             status = 1;
-        } else if (c->registered && !install_command_is_rat(c->registered)) {
+        } else if (c->registered && !clients_command_is_rat(c->registered)) {
             fprintf(stderr,
                     "%s install: `%s` is already registered with %s (%s) for another program: %s\n"
                     "    choose another --name, or remove it first: %s rm %s\n",
@@ -861,7 +730,7 @@ int install_main(int argc, char **argv, const char *self_argv0, const family_t *
             status = 1;
         }
     }
-    for (size_t i = 0; i < INSTALL_NCLIENTS && status == 0; i++) {
+    for (size_t i = 0; i < CLIENTS_N && status == 0; i++) {
         s_client_t *c = &cs[i];
         if (!want[i])
             continue;
@@ -884,7 +753,7 @@ int install_main(int argc, char **argv, const char *self_argv0, const family_t *
                    shim, c->client, c->client, o.name);
         }
         free(shim);
-        long pid = install_daemon_pid(c->client, o.name);
+        long pid = clients_daemon_pid(c->client, o.name);
         if (pid)
             printf("`%s up` is running (pid %ld) with what was registered before: restart it: %s down; %s up\n",
                    o.name, pid, o.name, o.name);
@@ -896,7 +765,7 @@ int install_main(int argc, char **argv, const char *self_argv0, const family_t *
         printf("Start it with `%s up`, then: %s run 'x = 42; print(x)'\n", o.name, o.name);
         s_path_report(cs, done, o.name);
     }
-    for (size_t i = 0; i < INSTALL_NCLIENTS; i++)
+    for (size_t i = 0; i < CLIENTS_N; i++)
         s_client_free(&cs[i]);
     free(command);
     free(self);
@@ -963,15 +832,15 @@ int install_uninstall_main(int argc, char **argv, const char *self_argv0, const 
     }
     int status = 0;
     bool said = false;
-    for (size_t i = 0; i < INSTALL_NCLIENTS; i++) {
+    for (size_t i = 0; i < CLIENTS_N; i++) {
         if (o.chosen && !o.client[i])
             continue;
         s_client_t c;
-        s_client_init(&c, install_clients[i], o.name);
+        s_client_init(&c, clients_names[i], o.name);
         if (c.cfg_error) {
             fprintf(stderr, "%s uninstall: %s\n", fam->prog, c.err);
             status = 1;
-        } else if (c.registered && !install_command_is_rat(c.registered)) {
+        } else if (c.registered && !clients_command_is_rat(c.registered)) {
             printf("`%s` in %s runs another program (%s): left alone\n", o.name, c.cfg, c.registered);
             said = true;
         } else if (c.registered) {
@@ -1004,7 +873,7 @@ int install_uninstall_main(int argc, char **argv, const char *self_argv0, const 
     }
     if (!said && status == 0)
         printf("`%s` is not registered with %s; nothing to do\n", o.name,
-               o.chosen && o.client[0] != o.client[1] ? install_clients[o.client[0] ? 0 : 1]
+               o.chosen && o.client[0] != o.client[1] ? clients_names[o.client[0] ? 0 : 1]
                                                       : "mcptocli or mcp2cli");
     s_opts_free(&o);
     return status;

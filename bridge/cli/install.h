@@ -24,20 +24,7 @@
 #ifndef RAT_INSTALL_H
 #define RAT_INSTALL_H
 
-#include <stdbool.h>
-
 #include "family.h"
-
-#define INSTALL_NCLIENTS 2
-/* The clients, the current name first: "mcptocli", "mcp2cli". */
-extern const char *const install_clients[INSTALL_NCLIENTS];
-
-typedef enum {
-    INSTALL_CONFIG,      /* ${XDG_CONFIG_HOME:-~/.config}/CLIENT/config.yaml */
-    INSTALL_BIN,         /* ${XDG_DATA_HOME:-~/.local/share}/CLIENT/bin: the exposed commands */
-    INSTALL_CACHE,       /* ${XDG_CACHE_HOME:-~/.cache}/CLIENT/metadata: cached tool schemas */
-    INSTALL_DAEMONS,     /* ${XDG_DATA_HOME:-~/.local/share}/CLIENT/daemons: `up`'s pid files */
-} install_path_t;
 
 /* argv[0] is the subcommand ("install" or "uninstall"); self is the path
  * rat-py was invoked as (main's argv[0]). Returns the exit status. */
@@ -47,18 +34,4 @@ int install_uninstall_main(int argc, char **argv, const char *self, const family
 /* The absolute path of the running program as invoked (a family symlink such
  * as rat-r stays rat-r: it is not resolved). Caller owns it; NULL if unknown. */
 char *install_self_path(const char *argv0);
-/* A client's file or folder (see install_path_t). Caller owns it. */
-char *install_client_path(const char *client, install_path_t which);
-/* The file where client caches the metadata of server NAME (its key: the
- * first 12 bytes of SHA-256(NAME) in hex). Caller owns it. */
-char *install_cache_file(const char *client, const char *name);
-/* The client's program: on PATH (*on_path set), else in the folders `go
- * install` and install scripts use. Caller owns it; NULL when not found. */
-char *install_client_find(const char *client, bool *on_path);
-/* Whether a registered command line runs a rat-py program (its first word
- * is rat-py, rat-r, ... or this very program). */
-bool install_command_is_rat(const char *command);
-/* The pid of the client's `NAME up` process, or 0 when it is not running. */
-long install_daemon_pid(const char *client, const char *name);
-
 #endif
