@@ -453,3 +453,50 @@ test('uninstall removes a flow entry with its comma, and leaves `servers: {}` wh
     }
   }
 });
+
+// rat-py's tools/list, over stdio (what it answers before it exits on EOF).
+function liveTools(h) {
+  const lines = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  ].map((m) => JSON.stringify(m)).join('\n') + '\n';
+  const p = spawnSync(RAT, ['--cwd', h.project], { input: lines, encoding: 'utf8', env: { ...process.env, HOME: h.dir } });
+  return p.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((m) => m.id === 2).result.tools;
+}
+
+// A value re-encoded the way mcptocli caches it (mcp-go: map keys sorted).
+const sorted = (v) => (Array.isArray(v) ? v.map(sorted) : v && typeof v === 'object'
+  ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : v);
+
+test('doctor: each client, its version, the registration, `py` on PATH, and a schema cache from another rat-py', () => {
+  const h = home();
+  try {
+    const a = fakeClient(h, 'mcptocli'), b = fakeClient(h, 'mcp2cli');
+    const PATH = `${h.binOf('mcptocli')}:${h.binOf('mcp2cli')}:${a.dir}:/usr/bin:/bin`;
+    assert.equal(rat(h, ['install'], { path: PATH }).code, 0);
+    const tools = liveTools(h);
+    const cacheOf = (client) => path.join(h.dir, '.cache', client, 'metadata', `${createHash('sha256').update('py').digest('hex').slice(0, 24)}.json`);
+    // mcptocli's cache: this rat-py's schemas as mcp-go re-encodes them (sorted, an empty `required` added).
+    mkdirSync(path.dirname(cacheOf('mcptocli')), { recursive: true });
+    writeFileSync(cacheOf('mcptocli'), JSON.stringify({ savedAt: '2026-03-30T10:00:00Z', tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: sorted({ required: [], ...t.inputSchema }) })) }, null, 2));
+    // mcp2cli's: from a rat-py whose run had no `wait`.
+    const old = structuredClone(tools);
+    delete old.find((t) => t.name === 'run').inputSchema.properties.wait;
+    mkdirSync(path.dirname(cacheOf('mcp2cli')), { recursive: true });
+    writeFileSync(cacheOf('mcp2cli'), JSON.stringify({ savedAt: '2026-03-29T10:00:00Z', tools: old }));
+    const d = rat(h, ['doctor', '--cwd', h.project], { path: PATH });
+    assert.equal(d.code, 1, d.out);
+    const cmd = `${RAT} --cwd ${h.project}`;
+    assert.match(d.out, new RegExp(`^– mcptocli: ${a.dir}/mcptocli, version fake\\n– mcptocli: \`py\` is registered: ${cmd}\\n✓ mcptocli: the tool schemas it cached for \`py\` are this rat-py's\\n`, 'm'));
+    assert.match(d.out, new RegExp(`^– mcp2cli: ${b.dir}/mcp2cli, version fake\\n– mcp2cli: \`py\` is registered: ${cmd}\\n✗ mcp2cli: the tool schemas it cached for \`py\` on 2026-03-29 are not this rat-py's \\(run differ\\): its calls use them without asking rat-py\\n    fix: mcp2cli py tools \\(it asks rat-py again\\), or delete ${cacheOf('mcp2cli')}\\n`, 'm'));
+    assert.match(d.out, new RegExp(`^✓ \`py\` on PATH: ${h.binOf('mcptocli')}/py -> ${a.dir}/mcptocli$`, 'm'));
+    // Registered, but PATH does not find it: a failure with the line to add (a kernel doctor
+    // cannot find stops it before it starts a server: the caches are not compared then).
+    const off = rat(h, ['doctor', '--kernel', 'no-such-kernel'], { path: `${a.dir}:/usr/bin:/bin` });
+    assert.match(off.out, /^– mcptocli: the tool schemas it cached for `py` are not compared: the server did not answer$/m);
+    assert.match(off.out, new RegExp(`^✗ \`py\` is registered but not on PATH\\n    fix: echo 'export PATH="${h.binOf('mcptocli')}:\\$PATH"' >> ~/.bashrc`, 'm'));
+  } finally {
+    h.cleanup();
+  }
+});
