@@ -95,13 +95,17 @@ test('arguments as the clients parse them, from rat-py\'s own schemas', async ()
 
 test('input() from the terminal: --input fails as in the clients, py run @- for a password, no terminal without up', async () => {
   const work = scratch();
+  // The seed's `py run --input Alice` cannot work: --input is the client's (refused before any call).
   for (const client of ['mcptocli', 'mcp2cli']) {
     const py = new TermClient(client, ['--cwd', work.dir]);
+    const r = await py.cmd(['run', '--input', 'Alice']);
+    assert.equal(r.code, 2);
+    assert.equal(r.out, `${client === 'mcptocli' ? 'Error' : 'error'}: parse --input as JSON object: invalid character 'A' looking for beginning of value\nhint: run \`py tools run\`\n`);
+  }
+  {
+    const py = new TermClient('mcptocli', ['--cwd', work.dir]);
+    let r;
     try {
-      // The seed's `py run --input Alice` cannot work: --input is the client's.
-      let r = await py.cmd(['run', '--input', 'Alice']);
-      assert.equal(r.code, 2);
-      assert.equal(r.out, `${client === 'mcptocli' ? 'Error' : 'error'}: parse --input as JSON object: invalid character 'A' looking for beginning of value\nhint: run \`py tools run\`\n`);
       // Without `py up` and without a terminal: said why the answer cannot follow.
       r = await py.cmd(['run', 'name = input("Name: ")']);
       assert.match(r.out, /^INPUT REQUESTED: "Name: "\n⏳ exec #1 waits, but without `py up` each py command starts its own rat-py, which ends with it: run this in a terminal to answer at the prompt, or start `py up` first\nthe elicitation failed: "server requested user input, but stdin is not interactive"\n$/);
