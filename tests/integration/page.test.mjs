@@ -111,6 +111,8 @@ test('input() is answered in place', { skip: SKIP }, async () => {
   const box = c.locator('.ask input');
   await box.waitFor({ timeout: T(20000) });
   assert.match(await c.locator('.ask label').innerText(), /Your name:/);
+  // The kernel's state while input() waits: the one word ctl status and look say too.
+  await page.locator('#kernel[data-state="waiting_for_input"]', { hasText: 'python · waiting_for_input' }).waitFor({ timeout: T(20000) });
   await shot('05-input');
   await box.fill('Ada');
   await box.press('Enter');
