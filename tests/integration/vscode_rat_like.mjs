@@ -34,6 +34,8 @@ export class VscodeRatLike {
     return text ? text.split('\n').map((l) => l.trimEnd()).filter((l) => l && l.trim() !== 'No completions.') : [];
   }
   async status() { return toolText(await this.callTool('ctl', { op: 'status' }, undefined, 2000)); }
+  async partialOutput() { return toolText(await this.callTool('ctl', { op: 'output' }, undefined, 2000)); }
+  async tail(n = 10, format = 'json') { return toolText(await this.callTool('tail', { n, format }, undefined, 5000)); }
   cancel() { this.callTool('ctl', { op: 'cancel' }, undefined, 5000).catch(() => {}); }
 
   /** What vscode-rat's queue does while a run is open: true once it answered a prompt. */
@@ -147,8 +149,8 @@ export function parseRunResult(result) {
   return { text: raw.trimEnd(), isError, raw };
 }
 
-const KINDS = new Set(['attribute', 'class', 'constant', 'enum', 'field', 'function', 'instance', 'keyword', 'magic',
-  'method', 'module', 'param', 'path', 'property', 'statement', 'type', 'value', 'variable']);
+const KINDS = new Set(['attribute', 'class', 'constant', 'directory', 'file', 'folder', 'function', 'instance', 'keyword',
+  'method', 'module', 'package', 'param', 'parameter', 'property', 'statement', 'type', 'value', 'variable']);
 
 /** One completion line: `label<tab or 2+ spaces>kind`, else the whole line is the label. */
 export function parseCompletionLine(line) {
@@ -203,4 +205,28 @@ export function extractPlots(text) {
     if (m) images.push(m[1]); else lines.push(line);
   }
   return { text: lines.join('\n'), images };
+}
+
+/** The .py view's inline error (inlineOutput.ts formatError): the last line
+ * that is not a `File …`, `^` or `~` line. */
+export function inlineErrorSummary(text) {
+  const lines = text.split('\n').filter((l) => l.trim().length > 0);
+  let errorLine = lines[lines.length - 1] ?? 'error';
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const l = lines[i].trim();
+    if (l && !l.startsWith('File ') && !l.startsWith('^') && !l.startsWith('~')) { errorLine = l; break; }
+  }
+  return errorLine;
+}
+
+/** A notebook cell's output block (output.ts upsertOutput/buildBlock with
+ * the structured status): `output | <status>` fence, the body, then images;
+ * an error is a status starting with ✗. */
+export function outputBlock(text, status, images = []) {
+  const body = text.trimEnd();
+  const isError = (status ?? '').startsWith('✗');
+  const hasBody = body.trim().length > 0 || images.length > 0;
+  if (!hasBody && !isError && status) return { annotation: ' ✓' };
+  const effective = !hasBody && isError ? status : body;
+  return { fence: status ? `output | ${status}` : 'output', body: effective, images, isError };
 }
