@@ -56,9 +56,25 @@ static bool s_port_free(int port)
     return ok;
 }
 
+/* The range ports are picked from: RAT_PORTS=FIRST-LAST when set (tests
+ * give each run its own), else the Go CLI's. */
+static void s_port_range(int *first, int *last)
+{
+    *first = MGR_PORT_FIRST;
+    *last = MGR_PORT_FIRST + MGR_PORT_COUNT - 1;
+    const char *e = getenv("RAT_PORTS");
+    int a = 0, b = 0;
+    if (e && sscanf(e, "%d-%d", &a, &b) == 2 && a >= 1024 && b >= a && b <= 65535) {
+        *first = a;
+        *last = b;
+    }
+}
+
 static int s_pick_port(mgr_state_t *st)
 {
-    for (int p = MGR_PORT_FIRST; p < MGR_PORT_FIRST + MGR_PORT_COUNT; p++) {
+    int first, last;
+    s_port_range(&first, &last);
+    for (int p = first; p <= last; p++) {
         bool used = false;
         for (size_t i = 0; i < st->nkernels && !used; i++)
             used = st->kernels[i].port == p;
@@ -147,22 +163,46 @@ static pid_t s_spawn(const mgr_resolved_t *r, const char *prog, int port, int lo
         /* the log is best effort */
     }
     buf_free(&line);
-    pid_t pid = fork();
-    if (pid < 0) {
+    /* The parent returns once the child has exec'd (the pipe, close-on-exec,
+     * reads EOF) or failed to (it reads errno): until then /proc/PID says
+     * `rat start`, and a concurrent start must not take that for a pid
+     * reused by another program (mgr_state_alive). */
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "cannot start a process: %s", strerror(errno));
         return -1;
     }
-    if (pid > 0)
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot start a process: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid > 0) {
+        close(pfd[1]);
+        int child_errno = 0;
+        ssize_t got;
+        while ((got = read(pfd[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR)
+            ;
+        close(pfd[0]);
+        if (got == (ssize_t)sizeof child_errno) {
+            snprintf(err, errlen, "cannot run %s: %s", prog, strerror(child_errno));
+            waitpid(pid, NULL, 0);
+            return -1;
+        }
         return pid;
+    }
     /* The child: a session of its own, no terminal, no inherited pipes. */
     setsid();
     int null = open("/dev/null", O_RDONLY);
-    if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+    if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 || dup2(pfd[1], 3) < 0 ||
+        fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
         _exit(127);
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3U, ~0U, 0) < 0)
+    if (syscall(SYS_close_range, 4U, ~0U, 0) < 0)
 #endif
-        for (int fd = 3; fd < 65536; fd++)
+        for (int fd = 4; fd < 65536; fd++)
             close(fd);
     sigset_t none;
     sigemptyset(&none);
@@ -173,11 +213,19 @@ static pid_t s_spawn(const mgr_resolved_t *r, const char *prog, int port, int lo
     for (size_t i = 0; i < r->nenv; i++)
         setenv(r->env[i].key, r->env[i].value, 1);
     if (chdir(r->cwd) < 0) {
-        fprintf(stderr, "rat: cannot enter %s: %s\n", r->cwd, strerror(errno));
+        int e = errno;
+        fprintf(stderr, "rat: cannot enter %s: %s\n", r->cwd, strerror(e));
+        if (write(3, &e, sizeof e) < 0) {
+            /* as below */
+        }
         _exit(127);
     }
     execv("/proc/self/exe", (char *const *)argv);
-    fprintf(stderr, "rat: cannot run %s: %s\n", prog, strerror(errno));
+    int e = errno;
+    fprintf(stderr, "rat: cannot run %s: %s\n", prog, strerror(e));
+    if (write(3, &e, sizeof e) < 0) {
+        /* the parent sees EOF and then the exit */
+    }
     _exit(127);
 }
 
@@ -322,8 +370,10 @@ int mgr_daemon_start(mgr_state_t **st_p, const mgr_resolved_t *r, long *port_out
     }
     int port = s_pick_port(st);
     if (port < 0) {
+        int first, last;
+        s_port_range(&first, &last);
         snprintf(err, errlen, "no free port in %d-%d (every one is in use or held by a runtime; `rat status` "
-                              "lists them)", MGR_PORT_FIRST, MGR_PORT_FIRST + MGR_PORT_COUNT - 1);
+                              "lists them)", first, last);
         mgr_state_close(st_p);
         free(logpath);
         return -1;
