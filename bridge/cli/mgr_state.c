@@ -491,29 +491,54 @@ int mgr_state_parse(mgr_state_t *self, const char *text, size_t len, char *err, 
 
 /* ------------------------------------------------------------ writing */
 
-/* Whether go-yaml would write s as a plain scalar: nothing YAML would read
- * as another type or as syntax. Conservative: anything doubtful is quoted
- * (any YAML reader, vscode-rat's included, reads a quoted one back). */
+/* Whether a plain s would read back as something other than a string
+ * (YAML 1.1 and 1.2 booleans, nulls, numbers, base-60 numbers, dates):
+ * go-yaml writes those double-quoted ("8717", "yes", ""). */
+static bool s_resolves_other(const char *s)
+{
+    if (!*s)
+        return true;
+    static const char *const words[] = {"~",    "null", "Null",  "NULL", "y",     "Y",     "yes",  "Yes",  "YES",
+                                        "n",    "N",    "no",    "No",   "NO",    "true",  "True", "TRUE", "false",
+                                        "False", "FALSE", "on",  "On",   "ON",    "off",   "Off",  "OFF",  ".inf",
+                                        ".Inf", ".INF", "-.inf", "-.Inf", "-.INF", "+.inf", ".nan", ".NaN", ".NAN",
+                                        "<<"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(s, words[i]) == 0)
+            return true;
+    /* Numbers and dates, broadly: only digits and number punctuation,
+     * starting with a digit, a sign or a dot. Doubt means quotes, which
+     * every reader takes. */
+    if (!strchr("0123456789+-.", s[0]))
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!strchr("0123456789+-._:eExXoObB", *p) && !((*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F')))
+            return false;
+    return true;
+}
+
+/* Whether the emitter may write s plain (libyaml's analysis, as go-yaml's
+ * emitter does it): no indicator first, no ": " or " #", no space at
+ * either end, printable. Otherwise go-yaml single-quotes it. */
 static bool s_plain_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (!n || strchr("-?:,[]{}#&*!|>'\"%@` \t", s[0]) || s[n - 1] == ' ' || s[n - 1] == ':')
+    if (!n || strchr("-?:,[]{}#&*!|>'\"%@`", s[0]) || s[0] == ' ' || s[n - 1] == ' ')
         return false;
+    for (const char *p = s; *p; p++)
+        if ((*p == ':' && (p[1] == ' ' || !p[1])) || (*p == '#' && p > s && p[-1] == ' '))
+            return false;
+    return true;
+}
+
+static bool s_printable(const char *s)
+{
     for (const char *p = s; *p; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c < 0x20 || c == 0x7f || (c == ':' && (p[1] == ' ' || !p[1])) || (c == '#' && p > s && p[-1] == ' '))
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
             return false;
     }
-    static const char *const words[] = {"~",   "null", "true", "false", "yes", "no", "on", "off",
-                                        "y",   "n",    ".inf", "-.inf", ".nan", "<<"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (strcasecmp(s, words[i]) == 0)
-            return false;
-    /* Numbers (and things YAML 1.1 takes for them: 0x1f, 1_000, 12:30). */
-    bool numeric = true;
-    for (const char *p = s; *p && numeric; p++)
-        numeric = strchr("0123456789+-._xXoObBeE:", *p) != NULL || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F');
-    return !(numeric && (s[0] == '.' || s[0] == '+' || (s[0] >= '0' && s[0] <= '9')));
+    return true;
 }
 
 static int s_put_scalar(buf_t *b, const char *s, char *err, size_t errlen)
@@ -522,25 +547,33 @@ static int s_put_scalar(buf_t *b, const char *s, char *err, size_t errlen)
         snprintf(err, errlen, "a value is not UTF-8 text: %.80s", s);
         return -1;
     }
-    if (s_plain_ok(s)) {
+    if (!s_printable(s) || s_resolves_other(s)) {
+        buf_putc(b, '"');
+        for (const char *p = s; *p; p++) {
+            unsigned char c = (unsigned char)*p;
+            if (c == '"' || c == '\\')
+                buf_printf(b, "\\%c", c);
+            else if (c == '\n')
+                buf_puts(b, "\\n");
+            else if (c == '\t')
+                buf_puts(b, "\\t");
+            else if (c < 0x20 || c == 0x7f)
+                buf_printf(b, "\\x%02x", c);
+            else
+                buf_putc(b, (char)c);
+        }
+        buf_putc(b, '"');
+    } else if (!s_plain_ok(s) || strchr(s, '\t')) {
+        buf_putc(b, '\'');
+        for (const char *p = s; *p; p++) {
+            if (*p == '\'')
+                buf_putc(b, '\'');
+            buf_putc(b, *p);
+        }
+        buf_putc(b, '\'');
+    } else {
         buf_puts(b, s);
-        return 0;
     }
-    buf_putc(b, '"');
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c == '"' || c == '\\')
-            buf_printf(b, "\\%c", c);
-        else if (c == '\n')
-            buf_puts(b, "\\n");
-        else if (c == '\t')
-            buf_puts(b, "\\t");
-        else if (c < 0x20 || c == 0x7f)
-            buf_printf(b, "\\x%02x", c);
-        else
-            buf_putc(b, (char)c);
-    }
-    buf_putc(b, '"');
     return 0;
 }
 
@@ -572,7 +605,7 @@ static int s_kvs(buf_t *b, const char *key, const mgr_kv_t *kv, size_t n, char *
     buf_printf(b, "      %s:\n", key);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        buf_puts(b, "          ");
+        buf_puts(b, "        ");
         if ((rc = s_put_scalar(b, order[i]->key, err, errlen)) == 0) {
             buf_puts(b, ": ");
             rc = s_put_scalar(b, order[i]->value, err, errlen);
