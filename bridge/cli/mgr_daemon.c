@@ -264,7 +264,8 @@ static s_ready_t s_wait_ready(long port, pid_t pid, int64_t until, const char *l
                                      json_object_object_get_ex(sc, "state", &state)
                                  ? json_object_get_string(state)
                                  : NULL;
-            if (st && (!strcmp(st, "idle") || !strcmp(st, "busy") || !strcmp(st, "input"))) {
+            /* Up: any state but these (idle, busy, or waiting for input). */
+            if (st && strcmp(st, "starting") && strcmp(st, "restarting") && strcmp(st, "dead")) {
                 json_object_put(r);
                 mgr_client_destroy(&c);
                 return S_READY;

@@ -178,7 +178,8 @@ static void s_run(const char *code)
         }
         json_object *sc = NULL, *in = NULL, *pw = NULL;
         const char *status = json_object_object_get_ex(res, "structuredContent", &sc) ? s_str(sc, "status") : NULL;
-        if (status && !strcmp(status, "input_requested") && json_object_object_get_ex(sc, "input", &in)) {
+        /* A run waiting for input() carries `input` {prompt, password}. */
+        if (sc && json_object_object_get_ex(sc, "input", &in) && json_object_is_type(in, json_type_object)) {
             const char *prompt = s_str(in, "prompt");
             bool password = json_object_object_get_ex(in, "password", &pw) && json_object_get_boolean(pw);
             char *answer = password ? s_read_secret(prompt ? prompt : "") : s_read_answer(prompt ? prompt : "");
