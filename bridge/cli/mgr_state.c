@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,39 +338,68 @@ static void s_drop(const char *list, size_t index, const char *field, const char
     fprintf(stderr, "rat: state.yaml: %s item %zu dropped: %s %s\n", list, index + 1, field, why);
 }
 
-static void s_read_kernel(mgr_state_t *self, yaml_document_t *d, yaml_node_t *item, size_t index)
+/* The fields of an item: key, kind and where it goes in the entry. */
+typedef enum { F_STR, F_PORT, F_PID, F_MAP } s_kind_t;
+typedef struct {
+    const char *key;
+    s_kind_t kind;
+    size_t off, off_n;   /* F_MAP: the array and its count */
+} s_field_t;
+
+static const s_field_t s_kernel_fields[] = {
+    {"name", F_STR, offsetof(mgr_kernel_t, name), 0},       {"lang", F_STR, offsetof(mgr_kernel_t, lang), 0},
+    {"cwd", F_STR, offsetof(mgr_kernel_t, cwd), 0},         {"venv", F_STR, offsetof(mgr_kernel_t, venv), 0},
+    {"status", F_STR, offsetof(mgr_kernel_t, status), 0},   {"started", F_STR, offsetof(mgr_kernel_t, started), 0},
+    {"stopped", F_STR, offsetof(mgr_kernel_t, stopped), 0}, {"port", F_PORT, offsetof(mgr_kernel_t, port), 0},
+    {"pid", F_PID, offsetof(mgr_kernel_t, pid), 0},
+};
+static const s_field_t s_runtime_fields[] = {
+    {"name", F_STR, offsetof(mgr_runtime_t, name), 0},
+    {"lang", F_STR, offsetof(mgr_runtime_t, lang), 0},
+    {"cwd", F_STR, offsetof(mgr_runtime_t, cwd), 0},
+    {"venv", F_STR, offsetof(mgr_runtime_t, venv), 0},
+    {"runtime_path", F_STR, offsetof(mgr_runtime_t, runtime_path), 0},
+    {"options", F_MAP, offsetof(mgr_runtime_t, options), offsetof(mgr_runtime_t, noptions)},
+    {"env", F_MAP, offsetof(mgr_runtime_t, env), offsetof(mgr_runtime_t, nenv)},
+};
+
+/* Reads the mapping item into entry by the table (unknown keys are
+ * skipped). false with *field and *why at the first bad value. */
+static bool s_read_fields(yaml_document_t *d, yaml_node_t *item, void *entry, const s_field_t *t, size_t nt,
+                          const char **field, const char **why)
 {
     if (item->type != YAML_MAPPING_NODE) {
-        s_drop("kernels", index, "the item", "is not a mapping");
-        return;
+        *field = "the item";
+        *why = "is not a mapping";
+        return false;
     }
+    char *base = entry;
+    for (yaml_node_pair_t *p = item->data.mapping.pairs.start; p < item->data.mapping.pairs.top; p++) {
+        const char *key = s_scalar(d, yaml_document_get_node(d, p->key));
+        yaml_node_t *v = yaml_document_get_node(d, p->value);
+        for (size_t i = 0; key && i < nt; i++) {
+            if (strcmp(key, t[i].key) != 0)
+                continue;
+            bool ok = t[i].kind == F_STR    ? s_str(v, (char **)(base + t[i].off), why)
+                      : t[i].kind == F_PORT ? s_long(v, 0, 65535, (long *)(base + t[i].off), why)
+                      : t[i].kind == F_PID  ? s_long(v, 0, 0x7fffffff, (long *)(base + t[i].off), why)
+                                            : s_map(d, v, (mgr_kv_t **)(base + t[i].off), (size_t *)(base + t[i].off_n),
+                                                    why);
+            if (!ok) {
+                *field = t[i].key;
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static void s_read_kernel(mgr_state_t *self, yaml_document_t *d, yaml_node_t *item, size_t index)
+{
     mgr_kernel_t k = {0};
     const char *why = NULL, *field = NULL;
-    bool ok = true;
-    for (yaml_node_pair_t *p = item->data.mapping.pairs.start; ok && p < item->data.mapping.pairs.top; p++) {
-        field = s_scalar(d, yaml_document_get_node(d, p->key));
-        yaml_node_t *v = yaml_document_get_node(d, p->value);
-        if (!field)
-            continue;
-        if (!strcmp(field, "name"))
-            ok = s_str(v, &k.name, &why);
-        else if (!strcmp(field, "lang"))
-            ok = s_str(v, &k.lang, &why);
-        else if (!strcmp(field, "cwd"))
-            ok = s_str(v, &k.cwd, &why);
-        else if (!strcmp(field, "venv"))
-            ok = s_str(v, &k.venv, &why);
-        else if (!strcmp(field, "status"))
-            ok = s_str(v, &k.status, &why);
-        else if (!strcmp(field, "started"))
-            ok = s_str(v, &k.started, &why);
-        else if (!strcmp(field, "stopped"))
-            ok = s_str(v, &k.stopped, &why);
-        else if (!strcmp(field, "port"))
-            ok = s_long(v, 0, 65535, &k.port, &why);
-        else if (!strcmp(field, "pid"))
-            ok = s_long(v, 0, 0x7fffffff, &k.pid, &why);
-    }
+    bool ok = s_read_fields(d, item, &k, s_kernel_fields, sizeof s_kernel_fields / sizeof s_kernel_fields[0],
+                            &field, &why);
     if (ok && (!k.name || !mgr_names_valid(k.name)))
         ok = false, field = "name", why = "is missing or not a valid runtime name";
     else if (ok && k.status && strcmp(k.status, "running") && strcmp(k.status, "stopped"))
@@ -377,7 +407,7 @@ static void s_read_kernel(mgr_state_t *self, yaml_document_t *d, yaml_node_t *it
     else if (ok && mgr_state_kernel(self, k.name))
         ok = false, field = "name", why = "repeats an earlier item";
     if (!ok) {
-        s_drop("kernels", index, field ? field : "a field", why);
+        s_drop("kernels", index, field, why);
         s_kernel_free(&k);
         return;
     }
@@ -391,39 +421,16 @@ static void s_read_kernel(mgr_state_t *self, yaml_document_t *d, yaml_node_t *it
 
 static void s_read_runtime(mgr_state_t *self, yaml_document_t *d, yaml_node_t *item, size_t index)
 {
-    if (item->type != YAML_MAPPING_NODE) {
-        s_drop("runtimes", index, "the item", "is not a mapping");
-        return;
-    }
     mgr_runtime_t r = {0};
     const char *why = NULL, *field = NULL;
-    bool ok = true;
-    for (yaml_node_pair_t *p = item->data.mapping.pairs.start; ok && p < item->data.mapping.pairs.top; p++) {
-        field = s_scalar(d, yaml_document_get_node(d, p->key));
-        yaml_node_t *v = yaml_document_get_node(d, p->value);
-        if (!field)
-            continue;
-        if (!strcmp(field, "name"))
-            ok = s_str(v, &r.name, &why);
-        else if (!strcmp(field, "lang"))
-            ok = s_str(v, &r.lang, &why);
-        else if (!strcmp(field, "cwd"))
-            ok = s_str(v, &r.cwd, &why);
-        else if (!strcmp(field, "venv"))
-            ok = s_str(v, &r.venv, &why);
-        else if (!strcmp(field, "runtime_path"))
-            ok = s_str(v, &r.runtime_path, &why);
-        else if (!strcmp(field, "options"))
-            ok = s_map(d, v, &r.options, &r.noptions, &why);
-        else if (!strcmp(field, "env"))
-            ok = s_map(d, v, &r.env, &r.nenv, &why);
-    }
+    bool ok = s_read_fields(d, item, &r, s_runtime_fields, sizeof s_runtime_fields / sizeof s_runtime_fields[0],
+                            &field, &why);
     if (ok && (!r.name || !mgr_names_valid(r.name)))
         ok = false, field = "name", why = "is missing or not a valid runtime name";
     else if (ok && mgr_state_runtime(self, r.name))
         ok = false, field = "name", why = "repeats an earlier item";
     if (!ok) {
-        s_drop("runtimes", index, field ? field : "a field", why);
+        s_drop("runtimes", index, field, why);
         s_runtime_free(&r);
         return;
     }

@@ -171,11 +171,8 @@ static void s_plot_lines(struct assets *store, json_object *items, buf_t *body)
         if (!json_object_object_get_ex(json_object_array_get_idx(items, i), "assets", &assets))
             continue;
         for (size_t k = 0; k < json_object_array_length(assets); k++) {
-            json_object *a = json_object_array_get_idx(assets, k), *mime = NULL, *id = NULL;
-            if (!json_object_object_get_ex(a, "mime", &mime) || !json_object_object_get_ex(a, "id", &id) ||
-                strncmp(json_object_get_string(mime), "image/", 6) != 0)
-                continue;
-            char *path = assets_path(store, json_object_get_string(id), NULL);
+            const char *id = tool_vscode_image_id(json_object_array_get_idx(assets, k));
+            char *path = id ? assets_path(store, id, NULL) : NULL;
             if (path)
                 buf_printf(body, "%s__RAT_PLOT__:%s", body->len ? "\n" : "", path);
             free(path);

@@ -25,6 +25,16 @@
 #define VSCODE_ERROR_MAX (64u << 10)   /* bytes of the error string */
 #define VSCODE_ERROR_HEAD (16u << 10)  /* kept from its start when cut (the rest from its end) */
 
+/* See tools.h. */
+const char *tool_vscode_image_id(json_object *asset)
+{
+    json_object *mime = NULL, *id = NULL;
+    if (!json_object_object_get_ex(asset, "mime", &mime) || !json_object_object_get_ex(asset, "id", &id) ||
+        strncmp(json_object_get_string(mime), "image/", 6) != 0)
+        return NULL;
+    return json_object_get_string(id);
+}
+
 /* Replaces, in text, the first line equal to `line` (a whole line) by
  * `with`; when the block just before it equals `before` (may be NULL), that
  * goes too. Returns whether a line was replaced. */
@@ -77,12 +87,11 @@ static char *s_output(struct assets *store, runtime_exec_t *ex, const char *outp
                 before.data[--before.len] = '\0';
         }
         for (size_t k = 0; k < json_object_array_length(assets); k++) {
-            json_object *a = json_object_array_get_idx(assets, k), *mime = NULL, *id = NULL;
-            if (!json_object_object_get_ex(a, "mime", &mime) || !json_object_object_get_ex(a, "id", &id) ||
-                strncmp(json_object_get_string(mime), "image/", 6) != 0)
+            const char *id = tool_vscode_image_id(json_object_array_get_idx(assets, k));
+            if (!id)
                 continue;
-            char *path = assets_path(store, json_object_get_string(id), NULL);
-            char *link = assets_link(store, json_object_get_string(id));
+            char *path = assets_path(store, id, NULL);
+            char *link = assets_link(store, id);
             char *line = xasprintf("[image: %s]", link);
             char *plot = path ? xasprintf("__RAT_PLOT__:%s", path) : NULL;
             if (plot && !s_replace_line(&text, line, before.len ? buf_str(&before) : NULL, plot))

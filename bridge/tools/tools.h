@@ -118,6 +118,9 @@ bool tool_run_holds(mcp_session_t *s);
  * output text alone (no error part), footer the text result's footer. */
 void tool_vscode_run_result(json_object *sc, struct assets *store, runtime_exec_t *ex, const char *output,
                             const char *footer);
+/* The id of an asset item ({mime, id, ...} of outitems) that is a saved
+ * image (borrowed), or NULL. */
+const char *tool_vscode_image_id(json_object *asset);
 
 /* The instructions string sent at initialize. */
 const char *tools_instructions(void);
