@@ -14,6 +14,7 @@
 #include "kernelspec.h"
 #include "log.h"
 #include "mem.h"
+#include "mgr.h"
 #include "rat/rat.h"
 
 static int s_list_kernels(void)
@@ -174,6 +175,9 @@ int main(int argc, char **argv)
      * messages the main thread frees, and its own arena kept 100-140 KB of
      * an idle rat-py's RSS (issue 14) for no gain with two busy threads. */
     mallopt(M_ARENA_MAX, 1);
+    /* `rat`: the runtime manager (named runtimes, each a rat-py --http). */
+    if (mgr_is_manager(argv[0]))
+        return mgr_main(argc, argv);
     /* The name we run under picks the language (rat-r, rat-ju, ...). */
     const family_t *fam = family_from_argv0(argv[0]);
     int status = s_subcommand(argc, argv, fam);

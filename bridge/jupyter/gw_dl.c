@@ -26,34 +26,28 @@ static bool s_sym(void *h, const char *lib, const char *name, void *slot, char *
     return true;
 }
 
-static void *s_open(const char *soname, const char *pkg, char *err, size_t errlen)
+static void *s_open(const char *soname, const char *pkg, const char *who, char *err, size_t errlen)
 {
     void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        snprintf(err, errlen,
-                 "a gateway kernel needs %s, which cannot be loaded (%s); install it (Debian/Ubuntu: apt install %s)",
-                 soname, why ? why : soname, pkg);
+        snprintf(err, errlen, "%s needs %s, which cannot be loaded (%s); install it (Debian/Ubuntu: apt install %s)",
+                 who, soname, why ? why : soname, pkg);
     }
     return h;
 }
 
-int gw_dl_load(char *err, size_t errlen)
+static bool s_curl_loaded;
+
+static int s_load_curl(const char *who, char *err, size_t errlen)
 {
-    if (s_loaded)
+    if (s_curl_loaded)
         return 0;
-    void *c = s_open(RAT_CURL_SONAME, "libcurl4", err, errlen);
+    void *c = s_open(RAT_CURL_SONAME, "libcurl4", who, err, errlen);
     if (!c)
         return -1;
-    void *w = s_open(RAT_WSLAY_SONAME, "libwslay1", err, errlen);
-    if (!w) {
-        dlclose(c);
-        return -1;
-    }
     gw_curl_t t;
-    gw_wslay_t u;
 #define C(field, name) s_sym(c, RAT_CURL_SONAME, name, &t.field, err, errlen)
-#define W(field, name) s_sym(w, RAT_WSLAY_SONAME, name, &u.field, err, errlen)
     bool ok = C(global_init, "curl_global_init") && C(easy_init, "curl_easy_init") &&
               C(easy_setopt, "curl_easy_setopt") && C(easy_getinfo, "curl_easy_getinfo") &&
               C(easy_perform, "curl_easy_perform") && C(easy_cleanup, "curl_easy_cleanup") &&
@@ -62,24 +56,49 @@ int gw_dl_load(char *err, size_t errlen)
               C(multi_setopt, "curl_multi_setopt") && C(multi_add_handle, "curl_multi_add_handle") &&
               C(multi_remove_handle, "curl_multi_remove_handle") &&
               C(multi_socket_action, "curl_multi_socket_action") && C(multi_info_read, "curl_multi_info_read") &&
-              C(multi_cleanup, "curl_multi_cleanup") && C(multi_assign, "curl_multi_assign") && C(version, "curl_version") && C(easy_send, "curl_easy_send") && C(easy_recv, "curl_easy_recv") &&
-              W(client_init, "wslay_event_context_client_init") && W(context_free, "wslay_event_context_free") &&
-              W(recv, "wslay_event_recv") && W(send, "wslay_event_send") && W(queue_msg, "wslay_event_queue_msg") &&
-              W(queue_close, "wslay_event_queue_close") && W(want_read, "wslay_event_want_read") &&
-              W(want_write, "wslay_event_want_write") && W(set_error, "wslay_event_set_error") &&
-              W(set_max_recv_msg_length, "wslay_event_config_set_max_recv_msg_length");
+              C(multi_cleanup, "curl_multi_cleanup") && C(multi_assign, "curl_multi_assign") &&
+              C(version, "curl_version") && C(easy_send, "curl_easy_send") && C(easy_recv, "curl_easy_recv") &&
+              C(multi_perform, "curl_multi_perform") && C(multi_poll, "curl_multi_poll");
 #undef C
-#undef W
     if (!ok || t.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         if (ok)
             snprintf(err, errlen, "libcurl failed to initialize");
         dlclose(c);
-        dlclose(w);
         return -1;
     }
     gw_curl = t;
-    gw_wslay = u;
     /* Kept open for the life of the process (OpenSSL is not safe to unload). */
+    s_curl_loaded = true;
+    return 0;
+}
+
+int gw_dl_load_curl(const char *who, char *err, size_t errlen)
+{
+    return s_load_curl(who, err, errlen);
+}
+
+int gw_dl_load(char *err, size_t errlen)
+{
+    if (s_loaded)
+        return 0;
+    if (s_load_curl("a gateway kernel", err, errlen) < 0)
+        return -1;
+    void *w = s_open(RAT_WSLAY_SONAME, "libwslay1", "a gateway kernel", err, errlen);
+    if (!w)
+        return -1;
+    gw_wslay_t u;
+#define W(field, name) s_sym(w, RAT_WSLAY_SONAME, name, &u.field, err, errlen)
+    bool ok = W(client_init, "wslay_event_context_client_init") && W(context_free, "wslay_event_context_free") &&
+              W(recv, "wslay_event_recv") && W(send, "wslay_event_send") && W(queue_msg, "wslay_event_queue_msg") &&
+              W(queue_close, "wslay_event_queue_close") && W(want_read, "wslay_event_want_read") &&
+              W(want_write, "wslay_event_want_write") && W(set_error, "wslay_event_set_error") &&
+              W(set_max_recv_msg_length, "wslay_event_config_set_max_recv_msg_length");
+#undef W
+    if (!ok) {
+        dlclose(w);
+        return -1;
+    }
+    gw_wslay = u;
     s_loaded = true;
     return 0;
 }

@@ -34,6 +34,8 @@ typedef struct {
     char *(*version)(void);
     CURLcode (*easy_send)(CURL *, const void *, size_t, size_t *);
     CURLcode (*easy_recv)(CURL *, void *, size_t, size_t *);
+    CURLMcode (*multi_perform)(CURLM *, int *);
+    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd[], unsigned int, int, int *);
 } gw_curl_t;
 
 typedef struct {
@@ -56,5 +58,8 @@ extern gw_wslay_t gw_wslay;
 /* Loads both libraries (once; later calls return 0 at once). Returns -1 with
  * a sentence naming the package to install in err. */
 int gw_dl_load(char *err, size_t errlen);
+/* Loads libcurl alone (gw_curl; the `rat` manager's MCP client needs no
+ * WebSocket). who names the feature in the error ("rat start"). */
+int gw_dl_load_curl(const char *who, char *err, size_t errlen);
 
 #endif

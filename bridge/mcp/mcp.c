@@ -136,6 +136,8 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < self->ntools; i++) {
         const mcp_tool_t *t = &self->tools[i].tool;
+        if (t->unlisted)
+            continue;
         json_object *o = json_object_new_object();
         json_object_object_add(o, "name", json_object_new_string(t->name));
         if (t->title)
@@ -167,9 +169,11 @@ json_object *mcp_server_tools_list_modern(mcp_server_t *self)
     json_object *legacy = mcp_server_tools_list(self), *tools = NULL;
     json_object_object_get_ex(legacy, "tools", &tools);
     json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < self->ntools; i++) {
+    for (size_t i = 0, listed = 0; i < self->ntools; i++) {
+        if (self->tools[i].tool.unlisted)
+            continue;
         json_object *o = json_object_new_object();
-        json_object_object_foreach(json_object_array_get_idx(tools, i), k, v) json_object_object_add(o, k, json_object_get(v));
+        json_object_object_foreach(json_object_array_get_idx(tools, listed++), k, v) json_object_object_add(o, k, json_object_get(v));
         if (self->tools[i].tool.task_support != MCP_TASK_NEVER) {
             json_object *ex = json_object_new_object();
             json_object_object_add(ex, "taskSupport", json_object_new_string(support[self->tools[i].tool.task_support]));

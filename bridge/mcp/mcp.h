@@ -111,6 +111,7 @@ typedef struct {
     bool read_only, destructive, idempotent; /* annotations */
     mcp_task_support_t task_support;         /* modern requests only */
     bool task_self;  /* the handler decides when the call becomes a task (mcp_call_become_task) */
+    bool unlisted;   /* callable by name, never in tools/list (a client's compatibility call) */
     /* Optional: a leniency the schema cannot say. Gets the client's
      * arguments (an object, borrowed) before they are checked and returns
      * a new reference to what is checked instead (args itself, or a copy

@@ -12,15 +12,17 @@
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
+#include "output.h"
 #include "textfmt.h"
 
 #define CANCEL_GIVE_UP_MS 5000
 
 static const char s_schema[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"op\":{\"type\":\"string\",\"enum\":[\"reset\",\"cancel\",\"restart\",\"status\",\"wait\"],"
+    "\"op\":{\"type\":\"string\",\"enum\":[\"reset\",\"cancel\",\"restart\",\"status\",\"wait\",\"output\"],"
     "\"description\":\"reset: clear variables; cancel: interrupt the running code; restart: fresh interpreter; "
-    "status: kernel state; wait: follow a run that returned before it finished.\"},"
+    "status: kernel state; wait: follow a run that returned before it finished; output: the running code's "
+    "output so far (empty when nothing runs).\"},"
     "\"scope\":{\"type\":\"string\",\"enum\":[\"namespace\",\"all\"],\"default\":\"namespace\",\"description\":"
     "\"For reset: namespace (variables) or all (also history, the exec counter and saved outputs).\"}},"
     "\"required\":[\"op\"],\"additionalProperties\":false}";
@@ -339,6 +341,27 @@ static void s_status_reply(tools_ctx_t *ctx, mcp_call_t *call)
     buf_free(&b);
 }
 
+/* ctl output: the text the running code (or the run waiting for input)
+ * has printed so far, as its result would show it; "" when nothing runs.
+ * It reads the run's output without handing it out: the run's own call
+ * still gets all of it. (vscode-rat's client asks for it while a run is
+ * open; the Go server answers the same way.) */
+static void s_output_reply(tools_ctx_t *ctx, mcp_call_t *call)
+{
+    runtime_exec_t *cur = runtime_current(ctx->rt);
+    json_object *sc = s_action("output", cur != NULL);
+    buf_t b;
+    buf_init(&b, 0);
+    if (cur) {
+        output_render(runtime_exec_output(cur), &b);
+        json_object_object_add(sc, "exec_count", json_object_new_int64(runtime_exec_number(cur)));
+    }
+    json_object_object_add(sc, "output", json_object_new_string(buf_str(&b)));
+    mcp_call_text_structured(call, buf_str(&b), false, sc);
+    json_object_put(sc);
+    buf_free(&b);
+}
+
 static void s_wait_nothing(mcp_call_t *call, const char *text)
 {
     json_object *sc = s_action("wait", false);
@@ -401,6 +424,8 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
             s_op_finish_sc(o, "the running code cannot be interrupted (the kernel is not reachable); "
                               "ctl(op=\"restart\") ends it", true, sc);
         }
+    } else if (strcmp(op, "output") == 0) {
+        s_output_reply(ctx, call);
     } else if (strcmp(op, "wait") == 0) {
         runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_session_serial(mcp_call_session(call)));
         if (!ex) {
@@ -418,7 +443,7 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
         }
         tool_run_follow(ctx, call, ex, TOOLS_DEFAULT_WAIT_S);
     } else {
-        char *msg = xasprintf("ctl: unknown op '%s'; valid ops: reset, cancel, restart, status, wait", op);
+        char *msg = xasprintf("ctl: unknown op '%s'; valid ops: reset, cancel, restart, status, wait, output", op);
         mcp_call_text(call, msg, true);
         free(msg);
     }

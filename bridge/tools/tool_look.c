@@ -16,6 +16,7 @@
 #include "utf8.h"
 
 #define COMPLETE_ROWS 20
+#define COMPLETE_ROWS_GUI 500   /* rows for a GUI that filters them itself (vscode-rat) */
 
 static const char s_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -121,28 +122,68 @@ static void s_render_overview(tools_ctx_t *ctx, json_object *snap, long snap_exe
         buf_printf(b, " | exec #%ld", st.exec_count);
     }
     buf_puts(b, "\n\n");
+    /* Every line below the header that is not a variable starts with "(":
+     * a GUI that reads `name  type  preview` rows (vscode-rat: any line
+     * starting with a word is a row) finds no variable in it. */
     if (!runtime_has_helper(ctx->rt) && !snap) {
         if (!strcmp(st.state, "starting") || !strcmp(st.state, "restarting"))
-            buf_puts(b, "The kernel is starting.");
+            buf_puts(b, "(the kernel is starting)");
         else
-            buf_printf(b, "Variables are not available for %s kernels; look(at=\"name\") inspects and "
-                          "look(code=..., cursor=...) completes.", lang);
+            buf_printf(b, "(variables are not available for %s kernels: look(at=\"name\") inspects and "
+                          "look(code=..., cursor=...) completes)", lang);
         return;
     }
     if (!snap) {
-        buf_puts(b, st.running ? "No variables known yet (the first run is still going)." : "No variables.");
+        buf_puts(b, st.running ? "(no variables known yet: the first run is still going)" : "(no variables)");
         return;
     }
     if (st.running)
         buf_printf(b, "(variables as of exec #%ld, before the running code)\n", snap_exec);
     if (nvars == 0 || !json_object_object_get_ex(snap, "rows", &rows) || json_object_array_length(rows) == 0) {
-        buf_puts(b, "No variables.");
+        buf_puts(b, "(no variables)");
         return;
     }
+    /* Rows name, type, preview with a one-word type (the seed's overview):
+     * a size the helper put in the type (`list (100 items)`, `ndarray
+     * float64 (1000, 3)`) opens the preview instead. The names left out
+     * are a last row of the table, `…  more  N more variables: ...`, so a
+     * GUI listing rows shows that some are hidden. */
     size_t n = json_object_array_length(rows);
-    s_table(b, rows, n, 3, "  ", NULL);
-    if (nvars > (long)n)
-        buf_printf(b, "  … %ld more\n", nvars - (long)n);
+    json_object *table = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        json_object *r = json_object_array_get_idx(rows, i), *row = json_object_new_array();
+        const char *name = json_object_get_string(json_object_array_get_idx(r, 0));
+        const char *type = json_object_get_string(json_object_array_get_idx(r, 1));
+        const char *value = json_object_get_string(json_object_array_get_idx(r, 2));
+        /* The bare type: the helper's 4th cell (Python), else what comes
+         * before " (" (R's `data.frame (100 rows × 2 cols)`). */
+        json_object *bare = json_object_array_get_idx(r, 3);
+        const char *tn = json_object_is_type(bare, json_type_string) ? json_object_get_string(bare) : type;
+        const char *paren = !json_object_is_type(bare, json_type_string) && type ? strstr(type, " (") : NULL;
+        size_t tl = paren ? (size_t)(paren - type) : tn ? strlen(tn) : 0;
+        json_object_array_add(row, json_object_new_string(name ? name : ""));
+        if (type && tl && strncmp(type, tn, tl) == 0 && type[tl] == ' ') {
+            json_object_array_add(row, json_object_new_string_len(tn, (int)tl));
+            char *pv = xasprintf("%s %s", type + tl + 1, value ? value : "");
+            json_object_array_add(row, json_object_new_string(pv));
+            free(pv);
+        } else {
+            json_object_array_add(row, json_object_new_string(type ? type : ""));
+            json_object_array_add(row, json_object_new_string(value ? value : ""));
+        }
+        json_object_array_add(table, row);
+    }
+    if (nvars > (long)n) {
+        json_object *row = json_object_new_array();
+        char *more = xasprintf("%ld variables not listed: look(at=\"name\") inspects any", nvars - (long)n);
+        json_object_array_add(row, json_object_new_string("…"));
+        json_object_array_add(row, json_object_new_string("more"));
+        json_object_array_add(row, json_object_new_string(more));
+        json_object_array_add(table, row);
+        free(more);
+    }
+    s_table(b, table, json_object_array_length(table), 3, "  ", NULL);
+    json_object_put(table);
     while (b->len && b->data[b->len - 1] == '\n')
         b->data[--b->len] = '\0';
 }
@@ -263,9 +304,12 @@ static void s_render_inspect(json_object *r, buf_t *b)
     const char *sig = s_get_str(r, "signature");
     if (sig)
         buf_printf(b, "\n    %s", sig);
+    /* "Defined in: <file>:<line>" names a file a GUI can open (vscode-rat's
+     * go to definition). Code from a run has none: "Defined in exec #19,
+     * line 6", without the colon, so no client takes it for a path. */
     const char *def = s_get_str(r, "defined_in");
     if (def)
-        buf_printf(b, "\n    Defined in: %s", def);
+        buf_printf(b, "\n    Defined in%s %s", strncmp(def, "exec #", 6) == 0 ? "" : ":", def);
     const char *doc = s_get_str(r, "doc");
     if (doc) {
         for (const char *p = doc; *p;) {
@@ -467,6 +511,13 @@ static void s_complete_reply(void *ud, const runtime_completions_t *c, const cha
         return;
     }
     size_t total = c->n;
+    /* vscode-rat reads `label<2+ spaces>kind` rows (a third column makes
+     * the whole row its label) and filters them itself: its sessions get
+     * two columns, all the items up to COMPLETE_ROWS_GUI, and no "… N
+     * more" line (it would become an item). Others get the seed's
+     * `label  kind  signature`. */
+    bool gui = op->base.call && tool_run_holds(mcp_call_session(op->base.call));
+    size_t shown = gui ? COMPLETE_ROWS_GUI : COMPLETE_ROWS;
     long cs = c->cursor_start >= 0 ? c->cursor_start : op->cursor;
     long ce = c->cursor_end >= 0 ? c->cursor_end : op->cursor;
     json_object *items = json_object_new_array();
@@ -484,11 +535,12 @@ static void s_complete_reply(void *ud, const runtime_completions_t *c, const cha
         json_object_object_add(it, "kind", kind ? json_object_new_string(kind) : NULL);
         json_object_object_add(it, "signature", sig.len ? json_object_new_string(sig.data) : NULL);
         json_object_array_add(items, it);
-        if (i < COMPLETE_ROWS) {
+        if (i < shown) {
             json_object *row = json_object_new_array();
             json_object_array_add(row, json_object_new_string(label ? label : ""));
             json_object_array_add(row, json_object_new_string(kind && strcmp(kind, "<unknown>") ? kind : ""));
-            json_object_array_add(row, json_object_new_string(buf_str(&sig)));
+            if (!gui)
+                json_object_array_add(row, json_object_new_string(buf_str(&sig)));
             json_object_array_add(rows, row);
         }
         buf_free(&sig);
@@ -498,9 +550,9 @@ static void s_complete_reply(void *ud, const runtime_completions_t *c, const cha
     if (total == 0) {
         buf_puts(&b, "No completions.");
     } else {
-        s_table(&b, rows, json_object_array_length(rows), 3, "", NULL);
-        if (total > COMPLETE_ROWS)
-            buf_printf(&b, "… %zu more\n", total - COMPLETE_ROWS);
+        s_table(&b, rows, json_object_array_length(rows), gui ? 2 : 3, "", NULL);
+        if (total > shown && !gui)
+            buf_printf(&b, "… %zu more\n", total - shown);
         while (b.len && b.data[b.len - 1] == '\n')
             b.data[--b.len] = '\0';
     }

@@ -173,11 +173,8 @@ static void s_plot_lines(struct assets *store, json_object *items, buf_t *body)
         if (!json_object_object_get_ex(json_object_array_get_idx(items, i), "assets", &assets))
             continue;
         for (size_t k = 0; k < json_object_array_length(assets); k++) {
-            json_object *a = json_object_array_get_idx(assets, k), *mime = NULL, *id = NULL;
-            if (!json_object_object_get_ex(a, "mime", &mime) || !json_object_object_get_ex(a, "id", &id) ||
-                strncmp(json_object_get_string(mime), "image/", 6) != 0)
-                continue;
-            char *path = assets_path(store, json_object_get_string(id), NULL);
+            const char *id = tool_vscode_image_id(json_object_array_get_idx(assets, k));
+            char *path = id ? assets_path(store, id, NULL) : NULL;
             if (path)
                 buf_printf(body, "%s__RAT_PLOT__:%s", body->len ? "\n" : "", path);
             free(path);
@@ -290,12 +287,18 @@ static void s_end(s_follow_t *f, const char *text, bool is_error, bool detach, j
 }
 
 /* Ends the call with body + footer; when reset, the segment handed out is
- * forgotten (ctl wait continues from here). */
-static void s_end_parts(s_follow_t *f, const char *status, buf_t *body, buf_t *footer, bool is_error, bool detach,
-                        bool reset)
+ * forgotten (ctl wait continues from here). The first out_len bytes of body
+ * are the run's output (the rest says what went wrong). */
+static void s_end_parts(s_follow_t *f, const char *status, buf_t *body, size_t out_len, buf_t *footer,
+                        bool is_error, bool detach, bool reset)
 {
     runtime_exec_t *ex = f->ex;
     json_object *sc = s_structured(f->ctx->assets, ex, status, buf_str(body), buf_str(footer));
+    if (tool_run_holds(mcp_call_session(f->call))) {
+        char *out = xstrndup(buf_str(body), out_len);
+        tool_vscode_run_result(sc, f->ctx->assets, ex, out, buf_str(footer));
+        free(out);
+    }
     if (reset) {
         output_reset(runtime_exec_output(ex));
         outitems_reset(runtime_exec_items(ex));
@@ -318,10 +321,11 @@ static void s_on_done(void *ud, runtime_exec_t *ex)
     buf_init(&body, 0);
     buf_init(&footer, 0);
     output_render(runtime_exec_output(ex), &body);
+    size_t out_len = body.len;
     s_render_problem(ex, &body);
     bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
     textfmt_footer(&footer, ok, runtime_exec_elapsed_ms(ex), runtime_exec_vars(ex), runtime_exec_assets(ex));
-    s_end_parts(f, tool_run_status_word(ex), &body, &footer, !ok, false, false);
+    s_end_parts(f, tool_run_status_word(ex), &body, out_len, &footer, !ok, false, false);
 }
 
 static void s_end_with_input(s_follow_t *f)
@@ -350,7 +354,7 @@ static void s_end_with_input(s_follow_t *f)
         buf_putc(&footer, '\n');
         buf_puts(&footer, f->elicit_note);
     }
-    s_end_parts(f, RUNTIME_STATE_WAITING, &body, &footer, false, true, true);
+    s_end_parts(f, RUNTIME_STATE_WAITING, &body, body.len, &footer, false, true, true);
 }
 
 /* The client's reply to elicitation/create (see mcp_response_fn: both NULL
@@ -471,7 +475,7 @@ static void s_on_wait(loop_t *loop, void *ud)
                    runtime_exec_number(ex));
         buf_puts(&footer, "↳ still running: ctl(op=\"wait\") follows it, ctl(op=\"cancel\") stops it");
     }
-    s_end_parts(f, queued ? "queued" : "running", &body, &footer, false, true, true);
+    s_end_parts(f, queued ? "queued" : "running", &body, body.len, &footer, false, true, true);
 }
 
 static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
@@ -535,6 +539,8 @@ static void s_input_sent(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex)
     json_object *sc = s_structured(ctx->assets, ex, "running", "", text);
     json_object_object_add(sc, "outputs", json_object_new_array());
     json_object_object_del(sc, "truncated");
+    if (tool_run_holds(mcp_call_session(call)))
+        json_object_object_add(sc, "status", json_object_new_string(text)); /* its trailer (tool_vscode.c) */
     mcp_call_text_structured(call, text, false, sc);
     json_object_put(sc);
 }

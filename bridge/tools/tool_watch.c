@@ -204,6 +204,7 @@ static void s_on_event(void *ud, const runtime_ev_t *ev)
         return;
     }
     runtime_exec_t *ex = ev->ex;
+    tool_tail_note(w->ctx->tail, ev);
     if (ev->kind == RUNTIME_EV_START) {
         w->cur_run = runtime_exec_id(ex);
         w->cur_exec = runtime_exec_number(ex);
@@ -330,6 +331,8 @@ void tool_watch_register(mcp_server_t *srv, tools_ctx_t *ctx)
                             "Subscribe to get a rat/event notification for every run's start, output, input "
                             "prompt and end, from any session.",
                             "application/json", s_read_events, w);
+    ctx->tail = tool_tail_new();
+    tool_tail_register(srv, ctx);
     runtime_watch(ctx->rt, s_on_event, w);
 }
 
@@ -344,4 +347,5 @@ void tool_watch_destroy(tools_ctx_t *ctx)
     buf_free(&w->last_text);
     free(w);
     ctx->watch = NULL;
+    tool_tail_destroy(&ctx->tail);
 }

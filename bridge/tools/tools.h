@@ -22,6 +22,7 @@ typedef struct {
     struct assets *assets;     /* borrowed: the asset store */
     int64_t started_ms;
     struct tool_watch *watch;  /* owned: tool_watch_register .. tool_watch_destroy */
+    struct tool_tail *tail;    /* owned, with watch: the recent activity (tool_tail.c) */
 } tools_ctx_t;
 
 void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx);
@@ -34,6 +35,13 @@ void tool_look_register(mcp_server_t *srv, tools_ctx_t *ctx);
  * after the transports are gone and before the runtime is destroyed. */
 void tool_watch_register(mcp_server_t *srv, tools_ctx_t *ctx);
 void tool_watch_destroy(tools_ctx_t *ctx);
+/* The recent activity that vscode-rat's `tail` call reads (tool_tail.c):
+ * tool_watch makes it, feeds it every run event (tool_tail_note) and
+ * registers the unlisted tool `tail` over it. */
+struct tool_tail *tool_tail_new(void);
+void tool_tail_destroy(struct tool_tail **self_p);
+void tool_tail_note(struct tool_tail *self, const runtime_ev_t *ev);
+void tool_tail_register(mcp_server_t *srv, tools_ctx_t *ctx);
 /* ctl status's structuredContent as seen by session (see tool_ctl.c). */
 json_object *tool_ctl_status_json(tools_ctx_t *ctx, mcp_session_t *session);
 /* look's overview structuredContent from the current snapshot. */
@@ -100,6 +108,19 @@ const char *tool_run_status_word(runtime_exec_t *ex);
  * vscode-rat ("rat-vscode") is the one. Other clients get the seed's texts
  * alone. */
 bool tool_run_holds(mcp_session_t *s);
+
+/* vscode-rat's run result (tool_vscode.c). sc is a run_result made for a
+ * session tool_run_holds names as vscode-rat's; it gets status = the
+ * footer's first line (`✓ 3ms | 1 var`), error = one string (the output,
+ * the traceback, the exception line last) when the run did not succeed,
+ * and output = the run's output with each saved image as a
+ * `__RAT_PLOT__:<file>` line where the image was. output is the run's
+ * output text alone (no error part), footer the text result's footer. */
+void tool_vscode_run_result(json_object *sc, struct assets *store, runtime_exec_t *ex, const char *output,
+                            const char *footer);
+/* The id of an asset item ({mime, id, ...} of outitems) that is a saved
+ * image (borrowed), or NULL. */
+const char *tool_vscode_image_id(json_object *asset);
 
 /* The instructions string sent at initialize. */
 const char *tools_instructions(void);

@@ -130,7 +130,7 @@ test('tools/list: the schemas mcp2cli needs (code required and a plain string)',
   assert.deepEqual([run.properties.wait.type, run.properties.wait.default], ['number', 25]);
   const ctl = byName.ctl.inputSchema;
   assert.deepEqual(ctl.required, ['op']);
-  assert.deepEqual(ctl.properties.op.enum, ['reset', 'cancel', 'restart', 'status', 'wait']);
+  assert.deepEqual(ctl.properties.op.enum, ['reset', 'cancel', 'restart', 'status', 'wait', 'output']);
   assert.deepEqual(ctl.properties.scope.enum, ['namespace', 'all']);
   assert.equal(ctl.properties.scope.default, 'namespace');
   for (const t of tools) assert.ok(t.description.length > 20, `${t.name} has a description`);

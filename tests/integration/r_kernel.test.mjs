@@ -46,7 +46,7 @@ test('look: overview and drill-down through the R helper', async () => {
   const lines = r.text.split('\n');
   assert.match(lines[0], /^r idle \| 5 vars \| exec #\d+$/);
   assert.match(r.text, /\n  data +list +list\(name = "Alice", scores = c\(90, 85, 92\)\)\n/);
-  assert.match(r.text, /\n  df +data\.frame \(100 rows × 2 cols\) +<data\.frame 100 rows × 2 cols: a, b>\n/);
+  assert.match(r.text, /\n  df +data\.frame +\(100 rows × 2 cols\) <data\.frame 100 rows × 2 cols: a, b>\n/);
   assert.match(r.text, /\n  my\.var +numeric +3\n/);
   r = await call(h, 'look', { at: 'x' });
   assert.equal(r.text, 'x: numeric = 42');
@@ -101,7 +101,7 @@ test('reset clears the workspace; scope all is refused with a reason; restart gi
   let r = await ctl(h, 'reset');
   assert.equal(r.text, 'RESET | namespace cleared | 0 vars');
   r = await call(h, 'look', {});
-  assert.match(r.text, /^r idle \| 0 vars \| exec #\d+\n\nNo variables\.$/);
+  assert.match(r.text, /^r idle \| 0 vars \| exec #\d+\n\n\(no variables\)$/);
   r = await ctl(h, 'reset', { scope: 'all' });
   assert.equal(r.isError, true);
   assert.match(r.text, /not available for r kernels/);

@@ -34,6 +34,8 @@ export class VscodeRatLike {
     return text ? text.split('\n').map((l) => l.trimEnd()).filter((l) => l && l.trim() !== 'No completions.') : [];
   }
   async status() { return toolText(await this.callTool('ctl', { op: 'status' }, undefined, 2000)); }
+  async partialOutput() { return toolText(await this.callTool('ctl', { op: 'output' }, undefined, 2000)); }
+  async tail(n = 10, format = 'json') { return toolText(await this.callTool('tail', { n, format }, undefined, 5000)); }
   cancel() { this.callTool('ctl', { op: 'cancel' }, undefined, 5000).catch(() => {}); }
 
   /** What vscode-rat's queue does while a run is open: true once it answered a prompt. */
@@ -147,8 +149,8 @@ export function parseRunResult(result) {
   return { text: raw.trimEnd(), isError, raw };
 }
 
-const KINDS = new Set(['attribute', 'class', 'constant', 'enum', 'field', 'function', 'instance', 'keyword', 'magic',
-  'method', 'module', 'param', 'path', 'property', 'statement', 'type', 'value', 'variable']);
+const KINDS = new Set(['attribute', 'class', 'constant', 'directory', 'file', 'folder', 'function', 'instance', 'keyword',
+  'method', 'module', 'package', 'param', 'parameter', 'property', 'statement', 'type', 'value', 'variable']);
 
 /** One completion line: `label<tab or 2+ spaces>kind`, else the whole line is the label. */
 export function parseCompletionLine(line) {
@@ -203,4 +205,163 @@ export function extractPlots(text) {
     if (m) images.push(m[1]); else lines.push(line);
   }
   return { text: lines.join('\n'), images };
+}
+
+/** The .py view's inline error (inlineOutput.ts formatError): the last line
+ * that is not a `File …`, `^` or `~` line. */
+export function inlineErrorSummary(text) {
+  const lines = text.split('\n').filter((l) => l.trim().length > 0);
+  let errorLine = lines[lines.length - 1] ?? 'error';
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const l = lines[i].trim();
+    if (l && !l.startsWith('File ') && !l.startsWith('^') && !l.startsWith('~')) { errorLine = l; break; }
+  }
+  return errorLine;
+}
+
+/** A notebook cell's output block (output.ts upsertOutput/buildBlock with
+ * the structured status): `output | <status>` fence, the body, then images;
+ * an error is a status starting with ✗. */
+export function outputBlock(text, status, images = []) {
+  const body = text.trimEnd();
+  const isError = (status ?? '').startsWith('✗');
+  const hasBody = body.trim().length > 0 || images.length > 0;
+  if (!hasBody && !isError && status) return { annotation: ' ✓' };
+  const effective = !hasBody && isError ? status : body;
+  return { fence: status ? `output | ${status}` : 'output', body: effective, images, isError };
+}
+
+// ---------------------------------------------------------------- the CLI
+// vscode-rat drives runtimes with the `rat` CLI (rat.ts: execFile, no shell,
+// stdin a pipe, its own env; errors swallowed unless it asks to reject) and
+// reads their list from state.yaml with a hand-written parser (readState).
+// RatCliLike makes the same calls with the same timeouts and parses the
+// same way.
+import { execFile } from 'node:child_process';
+import { existsSync as exists, readFileSync as readFile } from 'node:fs';
+import nodePath from 'node:path';
+import os from 'node:os';
+
+export class RatCliLike {
+  /** bin: the `rat` to run (rat.path); env: the extension host's env. */
+  constructor(bin, env) {
+    this.bin = bin;
+    this.env = env;
+    this.pool = new Map();
+  }
+
+  exec(args, cwd, timeout = 30000, rejectOnError = false) {
+    return new Promise((resolve, reject) => {
+      const t0 = Date.now();
+      execFile(this.bin, args, { cwd, timeout, env: { ...this.env } }, (err, stdout, stderr) => {
+        const ms = Date.now() - t0;
+        if (err && rejectOnError) { reject(new Error(stderr?.trim() || stdout?.trim() || err.message)); return; }
+        resolve({ stdout: stdout ?? '', stderr: stderr ?? '', code: err ? (err.code ?? 1) : 0, killed: !!err?.killed, ms });
+      });
+    });
+  }
+
+  /** `rat start NAME` and the extension's regex on stdout + stderr. */
+  async start(name, cwd) {
+    const r = await this.exec(['start', name], cwd);
+    const m = (r.stdout + '\n' + r.stderr).match(/(\S+)\s+(?:started|already running)\s+on\s+http:\/\/[^:]+:(\d+)/);
+    return { ...r, parsed: m ? { resolvedName: m[1], port: parseInt(m[2], 10) } : null };
+  }
+
+  stop(name) { return this.exec(['stop', name], undefined, 10000); }
+  restart(name, cwd) { return this.exec(['restart', name], cwd); }
+  remove(name) { return this.exec(['remove', name]); }
+  cancel(name) { return this.exec(['cancel', name], undefined, 10000); }
+  add(name, lang, cwd, venv) {
+    const args = ['add', name, '--lang', lang, '--cwd', cwd];
+    if (venv) args.push('--venv', venv);
+    return this.exec(args, cwd);
+  }
+  install(lang, cwd) { return this.exec(['install', lang], cwd, 120000, true); }
+  async resolve(input, cwd, includeEnv = false) {
+    const args = ['resolve', input, '--json'];
+    if (includeEnv) args.push('--include-env');
+    const { stdout } = await this.exec(args, cwd, 10000, true);
+    return JSON.parse(stdout);
+  }
+
+  /** rat.ts getClient: pool, then add (unknown names), start, else install and start again. */
+  async getClient(name, cwd, lang) {
+    const existing = this.pool.get(name);
+    if (existing) {
+      try { await existing.status(); return existing; } catch { this.pool.delete(name); }
+    }
+    const state = readState(this.env);
+    const known = state.kernels.some((k) => k.name === name) || state.runtimes.some((r) => r.name === name);
+    if (!known && lang && name !== lang) await this.add(name, lang, cwd, lang === 'py' ? detectVenv(cwd) : undefined);
+    let started = await this.start(name, cwd);
+    if (!started.parsed) {
+      await this.install(lang ?? name, cwd);
+      started = await this.start(name, cwd);
+      if (!started.parsed) throw new Error(`Kernel "${name}" failed to start. Run: rat doctor ${lang ?? name}`);
+    }
+    const client = new VscodeRatLike(`http://127.0.0.1:${started.parsed.port}/mcp`);
+    await client.initialize();
+    this.pool.set(started.parsed.resolvedName, client);
+    if (started.parsed.resolvedName !== name) this.pool.set(name, client);
+    return client;
+  }
+}
+
+function detectVenv(cwd) {
+  for (const dir of ['.venv', 'venv']) {
+    if (exists(nodePath.join(cwd, dir, 'bin', 'python'))) return nodePath.join(cwd, dir);
+  }
+  return undefined;
+}
+
+/** rat.ts stateFilePath (Linux). */
+export function stateFilePath(env) {
+  const dir = env.XDG_CONFIG_HOME || nodePath.join(env.HOME || os.homedir(), '.config');
+  return nodePath.join(dir, 'rat', 'state.yaml');
+}
+
+/** rat.ts readState: its section regex, item split, field regex, scalars. */
+export function readState(env) {
+  let content;
+  try { content = readFile(stateFilePath(env), 'utf-8'); } catch { return { kernels: [], runtimes: [] }; }
+  return {
+    kernels: parseSection(content, 'kernels', (entry) => {
+      const name = yamlField(entry, 'name');
+      const port = Number(yamlField(entry, 'port'));
+      if (!name || !Number.isFinite(port)) return null;
+      const pid = Number(yamlField(entry, 'pid'));
+      return { name, lang: yamlField(entry, 'lang'), port, pid: Number.isFinite(pid) ? pid : 0, cwd: yamlField(entry, 'cwd'),
+        venv: yamlField(entry, 'venv'), status: yamlField(entry, 'status') || 'running', started: yamlField(entry, 'started') };
+    }),
+    runtimes: parseSection(content, 'runtimes', (entry) => {
+      const name = yamlField(entry, 'name');
+      if (!name) return null;
+      return { name, lang: yamlField(entry, 'lang'), cwd: yamlField(entry, 'cwd'), venv: yamlField(entry, 'venv') };
+    }),
+  };
+}
+
+function parseSection(yaml, section, parse) {
+  const block = yaml.match(new RegExp(`${section}:\\s*\\n([\\s\\S]*?)(?:\\n[a-z]|$)`));
+  if (!block) return [];
+  const results = [];
+  for (const raw of block[1].split(/(?=^\s*- name:)/m).filter((s) => s.trim())) {
+    const item = parse(raw.replace(/^\s*- /, '').replace(/^\s{4,}/gm, ''));
+    if (item) results.push(item);
+  }
+  return results;
+}
+
+function yamlField(entry, key) {
+  const m = entry.match(new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\s*(.*)$`, 'm'));
+  return m ? parseYamlScalar(m[1]) : '';
+}
+
+function parseYamlScalar(raw) {
+  const t = raw.trim();
+  if (!t || t === 'null' || t === '~') return '';
+  if (t.startsWith("'") && t.endsWith("'")) return t.slice(1, -1).replace(/''/g, "'");
+  if (t.startsWith('"') && t.endsWith('"')) { try { return JSON.parse(t); } catch { return t.slice(1, -1); } }
+  return t.replace(/\s+#.*$/, '');
 }

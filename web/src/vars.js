@@ -6,7 +6,7 @@
 function parseRows(lines) {
   const rows = [];
   for (const raw of lines) {
-    if (!raw.trim() || /^… \d+ more/.test(raw.trim())) continue;
+    if (!raw.trim() || /^…(\s|$)/.test(raw.trim())) continue; // the "…  more  N variables not listed" row
     const m = /^(\s*)(▸ )?(.*)$/.exec(raw);
     const cols = m[3].split(/ {2,}/);
     if (cols.length < 2) continue;

@@ -1,0 +1,242 @@
+// `rat`, the runtime manager, driven as vscode-rat drives it: our client
+// (vscode_rat_like.mjs RatCliLike) makes the extension's `rat` calls with its
+// execFile options and timeouts, parses `rat start` with its regex and
+// state.yaml with its parser, and talks MCP to the server as it does. Also:
+// the REPL on the same kernel, concurrent starts, and a state.yaml in the Go
+// CLI's layout. Temp HOME and XDG_CONFIG_HOME, a port range of its own
+// (RAT_PORTS), and every server it starts is stopped at the end.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { RAT, ms } from './lib.mjs';
+import { RatCliLike, readState, stateFilePath, parseOverview, VscodeRatLike } from './vscode_rat_like.mjs';
+
+const sleep = (n) => new Promise((r) => setTimeout(r, n));
+let root, env, cli, proj, bin;
+
+/** The pids of the processes serving on port (their argv has --port PORT). */
+function serversOn(port) {
+  const pids = [];
+  for (const p of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let argv;
+    try { argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0'); } catch { continue; }
+    const i = argv.indexOf('--port');
+    if (i >= 0 && argv[i + 1] === String(port) && argv.includes('--http')) pids.push(Number(p));
+  }
+  return pids;
+}
+
+const listening = (port) => new Promise((resolve) => {
+  const s = net.connect(port, '127.0.0.1');
+  s.on('connect', () => { s.destroy(); resolve(true); });
+  s.on('error', () => resolve(false));
+});
+
+before(() => {
+  root = mkdtempSync(path.join(tmpdir(), 'rat-cli-test-'));
+  for (const d of ['home', 'cfg', 'bin', 'proj/.git', 'ipy', 'jrt']) mkdirSync(path.join(root, d), { recursive: true });
+  proj = path.join(root, 'proj');
+  writeFileSync(path.join(proj, 'notes.md'), '# notes\n\n```python\nx = 1\n```\n');
+  bin = path.join(root, 'bin', 'rat');
+  symlinkSync(RAT, bin);
+  const base = 20000 + Math.floor(Math.random() * 400) * 100;
+  env = {
+    ...process.env, HOME: path.join(root, 'home'), XDG_CONFIG_HOME: path.join(root, 'cfg'),
+    IPYTHONDIR: path.join(root, 'ipy'), JUPYTER_RUNTIME_DIR: path.join(root, 'jrt'), RAT_PORTS: `${base}-${base + 99}`,
+  };
+  cli = new RatCliLike(bin, env);
+});
+
+after(async () => {
+  for (const e of [env, { ...env, XDG_CONFIG_HOME: path.join(root, 'gocfg') }]) {
+    await new RatCliLike(bin, e).exec(['stop', '--all']);
+    // Whatever state says, nothing of ours keeps running.
+    for (const k of readState(e).kernels) if (k.pid > 0) { try { process.kill(k.pid, 'SIGKILL'); } catch { /* gone */ } }
+  }
+  rmSync(root, { recursive: true, force: true });
+});
+
+test('getClient as the extension does: add, start (returns at once, no pipe held), its state parser reads it', async () => {
+  const t0 = Date.now();
+  const c = await cli.getClient('py@proj', proj, 'py');
+  assert.ok(Date.now() - t0 < ms(25000), `${Date.now() - t0} ms`);
+  const st = readState(env);
+  const k = st.kernels.find((x) => x.name === 'py@proj');
+  assert.equal(k.status, 'running');
+  assert.equal(k.lang, 'py');
+  assert.equal(k.cwd, proj);
+  assert.ok(k.pid > 0 && k.port > 0);
+  assert.deepEqual(st.runtimes.find((x) => x.name === 'py@proj'), { name: 'py@proj', lang: 'py', cwd: proj, venv: '' });
+  // The server outlived the `rat start` that made it, and answers.
+  assert.deepEqual(serversOn(k.port), [k.pid]);
+  const r = await c.run('x = 41\nprint(x + 1)');
+  assert.equal(r.text, '42');
+  // Items begin with "- name:" and continuation lines are indented 6: its
+  // regexes need both.
+  const text = readFileSync(stateFilePath(env), 'utf8');
+  assert.match(text, /^kernels:\n {4}- name: py@proj\n {6}lang: py\n {6}port: \d+\n {6}pid: \d+\n/);
+  // Again: already running, same port.
+  const again = await cli.start('py@proj', '/');
+  assert.equal(again.code, 0);
+  assert.match(again.stderr, /^py@proj already running on http:\/\/127\.0\.0\.1:\d+\/mcp \(PID \d+\)$/m);
+  assert.equal(again.parsed.port, k.port);
+});
+
+test('rat cancel NAME from any folder interrupts a run started by another client', async () => {
+  const c = await cli.getClient('py@proj', proj, 'py');
+  const seen = [];
+  const pending = c.run('import time\nprint("start", flush=True)\ntime.sleep(60)', (t) => seen.push(t));
+  for (let i = 0; !seen.length && i < ms(200); i++) await sleep(50);
+  const r = await cli.cancel('py@proj');
+  assert.equal(r.code, 0);
+  assert.match(r.stdout, /^CANCELLED exec #\d+/);
+  const res = await pending;
+  assert.equal(res.isError, true);
+  assert.match(res.status, /^✗ /);
+  assert.match(res.text, /KeyboardInterrupt/);
+});
+
+test('rat NAME: a REPL on the same kernel; what it makes is in the Variables view, and the other way round', async () => {
+  const c = await cli.getClient('py@proj', proj, 'py');
+  await c.run('gui_var = "made in the GUI"');
+  const repl = spawn(bin, ['py@proj'], { cwd: proj, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  repl.stdout.on('data', (d) => { out += d; });
+  repl.stderr.on('data', (d) => { err += d; });
+  repl.stdin.write('made_in_repl = 6 * 7\nprint(gui_var)\nname = input("Who? ")\nAda\nprint("hi", name)\n');
+  repl.stdin.write('for i in range(2):\n    print("line", i)\n\n');
+  repl.stdin.end();
+  const code = await new Promise((resolve) => repl.on('exit', resolve));
+  assert.equal(code, 0, err);
+  assert.match(out, /^made in the GUI$/m);
+  assert.match(out, /Who\? hi Ada$/m);
+  assert.match(out, /^line 0\nline 1$/m);
+  const rows = parseOverview(await c.look());
+  assert.deepEqual(rows.find((r) => r.name === 'made_in_repl'), { name: 'made_in_repl', kind: 'int', preview: '42' });
+});
+
+test('Ctrl-C in the REPL interrupts the running code (ctl cancel), and the REPL goes on', async () => {
+  const repl = spawn(bin, ['py@proj'], { cwd: proj, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  repl.stdout.on('data', (d) => { out += d; });
+  repl.stderr.on('data', (d) => { err += d; });
+  repl.stdin.write('import time\nprint("sleeping", flush=True); time.sleep(60)\n');
+  for (let i = 0; !/sleeping/.test(out) && i < ms(200); i++) await sleep(50);
+  repl.kill('SIGINT');
+  for (let i = 0; !/KeyboardInterrupt/.test(err) && i < ms(200); i++) await sleep(50);
+  assert.match(err, /KeyboardInterrupt/);
+  repl.stdin.end('print("after")\n');
+  assert.equal(await new Promise((resolve) => repl.on('exit', resolve)), 0);
+  assert.match(out, /^after$/m);
+});
+
+test('restart: a fresh kernel (variables gone), and a later start says already running', async () => {
+  const before = readState(env).kernels.find((k) => k.name === 'py@proj');
+  const r = await cli.restart('py@proj', proj);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /^py@proj restarted on http:\/\/127\.0\.0\.1:\d+\/mcp \(PID \d+\)/m);
+  assert.deepEqual(serversOn(before.port).filter((p) => p === before.pid), [], 'the old server is gone');
+  cli.pool.clear(); // the extension disposes its clients on restart
+  const c = await cli.getClient('py@proj', proj, 'py');
+  assert.deepEqual(parseOverview(await c.look()), []);
+  const again = await cli.start('py@proj', proj);
+  assert.match(again.stderr, /already running/);
+});
+
+test('concurrent starts of one name make one server', async () => {
+  const name = 'py-nb-notes-1a2b3c';
+  await cli.add(name, 'py', proj);
+  const rs = await Promise.all([1, 2, 3].map(() => cli.start(name, proj)));
+  const ports = new Set(rs.map((r) => r.parsed?.port));
+  assert.equal(ports.size, 1, rs.map((r) => r.stderr).join('\n'));
+  const port = [...ports][0];
+  assert.equal(serversOn(port).length, 1);
+  assert.equal(rs.filter((r) => /started on/.test(r.stderr)).length, 1);
+  // stop: its server goes; the entry stays, stopped (port 0).
+  const s = await cli.stop(name);
+  assert.equal(s.code, 0);
+  assert.match(s.stderr, new RegExp(`^${name} stopped\\.$`, 'm'));
+  assert.equal(await listening(port), false);
+  assert.deepEqual(serversOn(port), []);
+  const k = readState(env).kernels.find((x) => x.name === name);
+  assert.equal(k.status, 'stopped');
+  assert.equal(k.port, 0);
+  // remove: no terminal, no --yes: refused, saying what to do; --yes removes.
+  const no = await cli.remove(name);
+  assert.equal(no.code, 1);
+  assert.match(no.stderr, /rerun with --yes/);
+  assert.ok(readState(env).runtimes.some((x) => x.name === name));
+  const yes = await cli.exec(['remove', name, '--yes']);
+  assert.equal(yes.code, 0, yes.stderr);
+  const st = readState(env);
+  assert.ok(!st.kernels.some((x) => x.name === name) && !st.runtimes.some((x) => x.name === name));
+});
+
+test('resolve --json, install, version and --version', async () => {
+  const r = await cli.resolve('py', path.join(proj, '.git'), true);
+  assert.deepEqual(r, { name: 'py@proj', lang: 'py', cwd: proj, is_new: false });
+  const fresh = await cli.resolve('py', path.join(root, 'home'));
+  assert.equal(fresh.name, 'py@home');
+  assert.equal(fresh.is_new, true);
+  const inst = await cli.install('py', proj);
+  assert.equal(inst.code, 0);
+  assert.match(inst.stdout, /^py@proj is ready: rat py ready$/m);
+  for (const args of [['version'], ['--version']]) {
+    const v = await cli.exec(args);
+    assert.equal(v.code, 0);
+    assert.match(v.stdout, /^rat \(rat-py \d+\.\d+\.\d+\)$/m);
+  }
+  const bad = await cli.start('pi', proj);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /^rat: rat-py serves Jupyter kernels for py, r, jl, sh and js; `pi` is a runtime of the Go rat CLI/m);
+});
+
+test('a state.yaml the Go CLI wrote is read and kept: its runtimes start, its entries stay', async () => {
+  const cfg = path.join(root, 'gocfg');
+  mkdirSync(path.join(cfg, 'rat'), { recursive: true });
+  const goEnv = { ...env, XDG_CONFIG_HOME: cfg };
+  // go-yaml's layout (tests/unit/fixtures/state_go.yaml has its bytes).
+  writeFileSync(path.join(cfg, 'rat', 'state.yaml'), [
+    'kernels:',
+    '    - name: sh@old',
+    '      lang: sh',
+    '      port: 0',
+    '      pid: 0',
+    `      cwd: ${proj}`,
+    '      status: stopped',
+    '      started: 2026-01-01T09:00:00Z',
+    '      stopped: 2026-01-01T09:30:00Z',
+    '    - name: py@dead',
+    '      lang: py',
+    '      port: 8799',
+    '      pid: 999999',
+    `      cwd: ${proj}`,
+    '      status: running',
+    '      started: 2026-01-01T10:00:00.123456789+01:00',
+    'runtimes:',
+    '    - name: py-go',
+    '      lang: py',
+    `      cwd: '${proj}'`,
+    '      options:',
+    '        model: claude',
+    '      env:',
+    '        TOKEN: \'a #b\'',
+    '',
+  ].join('\n'), { mode: 0o600 });
+  const goCli = new RatCliLike(bin, goEnv);
+  const s = await goCli.start('py-go', '/');
+  assert.ok(s.parsed, s.stderr);
+  const c = await goCli.getClient('py-go', proj, 'py');
+  assert.equal((await c.run('import os\nprint(os.environ["TOKEN"], os.getcwd())')).text, `a #b ${proj}`);
+  const st = readState(goEnv);
+  assert.deepEqual(st.kernels.map((k) => [k.name, k.status]), [['sh@old', 'stopped'], ['py@dead', 'stopped'], ['py-go', 'running']]);
+  assert.equal(st.kernels.find((k) => k.name === 'py@dead').port, 0, 'a dead pid is marked stopped');
+  const text = readFileSync(path.join(cfg, 'rat', 'state.yaml'), 'utf8');
+  assert.match(text, /\n {6}options:\n {8}model: claude\n {6}env:\n {8}TOKEN: 'a #b'\n/, 'the Go CLI\'s fields are kept');
+  assert.match(text, /\n {6}started: 2026-01-01T09:00:00Z\n {6}stopped: 2026-01-01T09:30:00Z\n/);
+  assert.equal((await goCli.stop('py-go')).code, 0);
+});

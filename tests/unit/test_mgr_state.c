@@ -1,0 +1,315 @@
+/* The `rat` manager's state file and names (bridge/cli/mgr_state.c,
+ * mgr_names.c): a state.yaml the Go rat CLI wrote is read, and what rat-py
+ * writes is, byte for byte, what the Go CLI writes for the same state
+ * (fixtures/state_go.yaml is go-yaml v3.0.1's output for the Go CLI's
+ * types), so each reads the other's; hostile files are bounded and
+ * refused item by item; stale entries are marked stopped; names resolve as
+ * the Go CLI resolves them. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fileio.h"
+#include "mem.h"
+#include "mgr_names.h"
+#include "mgr_state.h"
+
+static const char *s_fixtures = "fixtures";
+static char s_err[512];
+#define err_buf() s_err
+
+static mgr_state_t s_empty(void)
+{
+    mgr_state_t st;
+    memset(&st, 0, sizeof st);
+    st.lock_fd = -1;
+    return st;
+}
+
+static void test_reads_what_go_wrote_and_writes_it_back_the_same(void)
+{
+    char *path = xasprintf("%s/state_go.yaml", s_fixtures);
+    size_t len = 0;
+    char *go = fileio_read(path, 1 << 20, &len);
+    CHECK(go != NULL);
+    if (!go) {
+        free(path);
+        return;
+    }
+    mgr_state_t st = s_empty();
+    char err[256];
+    CHECK_EQ_INT(mgr_state_parse(&st, go, len, err, sizeof err), 0);
+    CHECK_EQ_INT(st.nkernels, 2);
+    CHECK_EQ_INT(st.nruntimes, 2);
+    mgr_kernel_t *k = mgr_state_kernel(&st, "py@myproj");
+    CHECK(k != NULL);
+    if (k) {
+        CHECK_EQ_STR(k->lang, "py");
+        CHECK_EQ_INT(k->port, 8717);
+        CHECK_EQ_INT(k->pid, 41235);
+        CHECK_EQ_STR(k->cwd, "/home/me/my proj");
+        CHECK_EQ_STR(k->venv, "/home/me/my proj/.venv");
+        CHECK_EQ_STR(k->status, "running");
+        CHECK_EQ_STR(k->started, "2026-01-01T10:00:00.123456789+01:00");
+        CHECK(k->stopped == NULL);
+    }
+    k = mgr_state_kernel(&st, "sh@myproj");
+    CHECK(k && k->port == 0 && !strcmp(k->status, "stopped") && !strcmp(k->stopped, "2026-01-01T09:30:00Z"));
+    mgr_runtime_t *r = mgr_state_runtime(&st, "py-nb-notes-1a2b3c");
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_EQ_STR(r->cwd, "/home/me/notes: 2026");
+        CHECK_EQ_STR(r->runtime_path, "/opt/py/bin/python3");
+        CHECK_EQ_INT(r->noptions, 2);
+        CHECK_EQ_INT(r->nenv, 4);
+        bool token = false, yes = false, empty = false;
+        for (size_t i = 0; i < r->nenv; i++) {
+            token |= !strcmp(r->env[i].key, "TOKEN") && !strcmp(r->env[i].value, "a #b");
+            yes |= !strcmp(r->env[i].key, "YES") && !strcmp(r->env[i].value, "yes");
+            empty |= !strcmp(r->env[i].key, "EMPTY") && !strcmp(r->env[i].value, "");
+        }
+        CHECK(token && yes && empty);
+    }
+    /* Written back: the same bytes go-yaml wrote. */
+    char *ours = mgr_state_text(&st, err, sizeof err);
+    CHECK_EQ_STR(ours, go);
+    free(ours);
+    mgr_state_clear(&st);
+    free(go);
+    free(path);
+}
+
+static void test_an_empty_state_and_a_new_entry_in_the_go_layout(void)
+{
+    mgr_state_t st = s_empty();
+    char err[256];
+    char *t = mgr_state_text(&st, err, sizeof err);
+    CHECK_EQ_STR(t, "kernels: []\n");
+    free(t);
+    mgr_kernel_t *k = mgr_state_put_kernel(&st, "py-nb-x-abc123");
+    k->lang = xstrdup("py");
+    k->port = 8720;
+    k->pid = 77;
+    k->cwd = xstrdup("/w/yes");
+    k->status = xstrdup("running");
+    k->started = xstrdup("2026-01-01T10:00:00Z");
+    mgr_runtime_t *r = mgr_state_put_runtime(&st, "py-nb-x-abc123");
+    r->lang = xstrdup("py");
+    r->cwd = xstrdup("/w/#tag: x");
+    t = mgr_state_text(&st, err, sizeof err);
+    CHECK_EQ_STR(t, "kernels:\n"
+                    "    - name: py-nb-x-abc123\n"
+                    "      lang: py\n"
+                    "      port: 8720\n"
+                    "      pid: 77\n"
+                    "      cwd: /w/yes\n"
+                    "      status: running\n"
+                    "      started: 2026-01-01T10:00:00Z\n"
+                    "runtimes:\n"
+                    "    - name: py-nb-x-abc123\n"
+                    "      lang: py\n"
+                    "      cwd: '/w/#tag: x'\n");
+    /* And it reads back. */
+    mgr_state_t back = s_empty();
+    CHECK_EQ_INT(mgr_state_parse(&back, t, strlen(t), err, sizeof err), 0);
+    CHECK(mgr_state_runtime(&back, "py-nb-x-abc123") && !strcmp(mgr_state_runtime(&back, "py-nb-x-abc123")->cwd,
+                                                               "/w/#tag: x"));
+    mgr_state_clear(&back);
+    free(t);
+    /* A time as Go writes one. */
+    char *now = mgr_state_now();
+    CHECK(strlen(now) >= 20 && now[4] == '-' && now[10] == 'T');
+    free(now);
+    mgr_state_clear(&st);
+}
+
+static void test_hostile_files(void)
+{
+    char err[256];
+    mgr_state_t st = s_empty();
+    CHECK_EQ_INT(mgr_state_parse(&st, "kernels: [oops", 14, err, sizeof err), -1);
+    CHECK(strncmp(err, "line ", 5) == 0);
+    CHECK_EQ_INT(mgr_state_parse(&st, "- a\n- b\n", 8, err, sizeof err), -1);
+    /* Items are checked one by one: the bad ones go, the good one stays. */
+    const char *mixed = "kernels:\n"
+                        "    - name: ../../etc\n      port: 1\n"
+                        "    - name: ok\n      lang: py\n      port: 8717\n      pid: 5\n      status: running\n"
+                        "    - name: badport\n      port: 99999\n"
+                        "    - name: notnum\n      pid: abc\n"
+                        "    - name: ok\n      port: 2\n"
+                        "    - name: weird\n      status: paused\n"
+                        "    - name: [1, 2]\n"
+                        "    - just a string\n"
+                        "runtimes: {a: 1}\n"
+                        "other: ignored\n";
+    CHECK_EQ_INT(mgr_state_parse(&st, mixed, strlen(mixed), err, sizeof err), 0);
+    CHECK_EQ_INT(st.nkernels, 1);
+    CHECK(mgr_state_kernel(&st, "ok") && mgr_state_kernel(&st, "ok")->port == 8717);
+    CHECK_EQ_INT(st.nruntimes, 0);
+    mgr_state_clear(&st);
+    /* A NUL inside a value: that item is dropped (an escape for U+00FF is
+     * text, and stays); raw bytes that are not UTF-8: not a YAML file. */
+    const char bad[] = "kernels:\n    - name: a\n      cwd: \"\\xff\"\n    - name: b\n      cwd: \"x\\0y\"\n";
+    CHECK_EQ_INT(mgr_state_parse(&st, bad, sizeof bad - 1, err, sizeof err), 0);
+    CHECK_EQ_INT(st.nkernels, 1);
+    CHECK(mgr_state_kernel(&st, "a") && !strcmp(mgr_state_kernel(&st, "a")->cwd, "\xc3\xbf"));
+    mgr_state_clear(&st);
+    CHECK_EQ_INT(mgr_state_parse(&st, "kernels:\n    - name: \xff\n", 22, err, sizeof err), -1);
+    mgr_state_clear(&st);
+    char *huge = xmalloc(MGR_STATE_MAX + 2);
+    memset(huge, ' ', MGR_STATE_MAX + 1);
+    huge[MGR_STATE_MAX + 1] = '\0';
+    CHECK_EQ_INT(mgr_state_parse(&st, huge, MGR_STATE_MAX + 1, err, sizeof err), -1);
+    free(huge);
+    /* An alias bomb stays small: values are read at one depth only. */
+    const char *bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+                       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nkernels: [*c, *c, *c]\n";
+    CHECK_EQ_INT(mgr_state_parse(&st, bomb, strlen(bomb), err, sizeof err), 0);
+    CHECK_EQ_INT(st.nkernels, 0);
+    mgr_state_clear(&st);
+}
+
+static void test_stale_entries_are_marked_stopped(void)
+{
+    mgr_state_t st = s_empty();
+    /* A pid that is gone. */
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, NULL, 0);
+    mgr_kernel_t *k = mgr_state_put_kernel(&st, "gone");
+    k->pid = pid;
+    k->port = 8717;
+    k->status = xstrdup("running");
+    /* A live pid that is not a server on that port (this test). */
+    mgr_kernel_t *k2 = mgr_state_put_kernel(&st, "reused");
+    k2->pid = getpid();
+    k2->port = 8718;
+    k2->status = xstrdup("running");
+    /* No status: running if it has a pid, else stopped. */
+    mgr_kernel_t *k3 = mgr_state_put_kernel(&st, "legacy");
+    (void)k3;
+    CHECK(mgr_state_normalize(&st));
+    for (size_t i = 0; i < st.nkernels; i++) {
+        CHECK_EQ_STR(st.kernels[i].status, "stopped");
+        CHECK_EQ_INT(st.kernels[i].pid, 0);
+        CHECK_EQ_INT(st.kernels[i].port, 0);
+        CHECK(st.kernels[i].stopped != NULL);
+    }
+    CHECK(!mgr_state_normalize(&st));
+    mgr_state_clear(&st);
+}
+
+static void test_names(void)
+{
+    CHECK(mgr_names_valid("py@proj"));
+    CHECK(mgr_names_valid("py-nb-notes-1a2b3c"));
+    CHECK(mgr_names_valid("py@rat.2"));
+    CHECK(!mgr_names_valid("-x"));
+    CHECK(!mgr_names_valid("a/b"));
+    CHECK(!mgr_names_valid(""));
+    char *s = mgr_names_slug("  my app (v2)  ");
+    CHECK_EQ_STR(s, "my-app-v2");
+    free(s);
+    s = mgr_names_slug("--..");
+    CHECK_EQ_STR(s, "project");
+    free(s);
+    s = mgr_names_slug("café");
+    CHECK_EQ_STR(s, "caf");
+    free(s);
+    CHECK_EQ_STR(mgr_names_lang("python"), "py");
+    CHECK_EQ_STR(mgr_names_lang("ju"), "jl");
+    CHECK_EQ_STR(mgr_names_infer_lang("py-ml"), "py");
+    CHECK_EQ_STR(mgr_names_infer_lang("py@proj"), "py");
+    CHECK_EQ_STR(mgr_names_infer_lang("r-stats"), "r");
+    CHECK(mgr_names_infer_lang("zzz") == NULL);
+    char err[512];
+    CHECK(mgr_names_prog("pi", err, sizeof err) == NULL && strstr(err, "Go rat"));
+    CHECK_EQ_STR(mgr_names_prog("jl", err, sizeof err), "rat-ju");
+}
+
+static void test_resolution(void)
+{
+    char tmpl[] = "/tmp/rat-test-names-XXXXXX";
+    char *root = mkdtemp(tmpl);
+    CHECK(root != NULL);
+    char *proj = xasprintf("%s/My Proj", root), *sub = xasprintf("%s/My Proj/src", root);
+    char *git = xasprintf("%s/My Proj/.git", root), *venv = xasprintf("%s/My Proj/.venv/bin", root);
+    char *other = xasprintf("%s/other/My Proj", root), *otherpar = xasprintf("%s/other", root);
+    mkdir(proj, 0700);
+    mkdir(sub, 0700);
+    mkdir(git, 0700);
+    char *v1 = xasprintf("%s/My Proj/.venv", root);
+    mkdir(v1, 0700);
+    mkdir(venv, 0700);
+    char *py = xasprintf("%s/python", venv);
+    fclose(fopen(py, "w"));
+    mkdir(otherpar, 0700);
+    mkdir(other, 0700);
+    char *omark = xasprintf("%s/Makefile", other);
+    fclose(fopen(omark, "w"));
+
+    mgr_state_t st = s_empty();
+    mgr_resolved_t r;
+    /* A language from a subfolder: the project's name, slugged; new; venv. */
+    CHECK_EQ_INT(mgr_names_resolve(&st, "python", sub, &r, err_buf(), 512), 0);
+    CHECK_EQ_STR(r.name, "py@My-Proj");
+    CHECK_EQ_STR(r.cwd, proj);
+    CHECK_EQ_STR(r.venv, v1);
+    CHECK(r.is_new);
+    mgr_resolved_free(&r);
+    /* Taken by another folder: qualified with the parent. */
+    mgr_kernel_t *k = mgr_state_put_kernel(&st, "py@My-Proj");
+    k->lang = xstrdup("py");
+    k->cwd = xstrdup(proj);
+    k->status = xstrdup("stopped");
+    CHECK_EQ_INT(mgr_names_resolve(&st, "py", other, &r, err_buf(), 512), 0);
+    CHECK_EQ_STR(r.name, "py@other-My-Proj");
+    mgr_resolved_free(&r);
+    /* The same folder: the existing entry. */
+    CHECK_EQ_INT(mgr_names_resolve(&st, "py", proj, &r, err_buf(), 512), 0);
+    CHECK_EQ_STR(r.name, "py@My-Proj");
+    CHECK(!r.is_new);
+    mgr_resolved_free(&r);
+    /* Exact, saved runtime (empty cwd: the caller's), instance, prefix. */
+    mgr_runtime_t *rt = mgr_state_put_runtime(&st, "py-global");
+    rt->lang = xstrdup("py");
+    CHECK_EQ_INT(mgr_names_resolve(&st, "py-global", "/tmp", &r, err_buf(), 512), 0);
+    CHECK_EQ_STR(r.cwd, "/tmp");
+    mgr_resolved_free(&r);
+    CHECK_EQ_INT(mgr_names_resolve(&st, "py-global.2", "/tmp", &r, err_buf(), 512), 0);
+    CHECK_EQ_STR(r.name, "py-global.2");
+    CHECK(r.is_new);
+    mgr_resolved_free(&r);
+    CHECK_EQ_INT(mgr_names_resolve(&st, "py-g", "/tmp", &r, err_buf(), 512), 0);
+    CHECK_EQ_STR(r.name, "py-global");
+    mgr_resolved_free(&r);
+    mgr_runtime_t *rt2 = mgr_state_put_runtime(&st, "py@My-Other");
+    rt2->lang = xstrdup("py");
+    CHECK_EQ_INT(mgr_names_resolve(&st, "py@My", "/tmp", &r, err_buf(), 512), -1);
+    CHECK(strstr(err_buf(), "multiple runtimes match") != NULL);
+    CHECK_EQ_INT(mgr_names_resolve(&st, "nothing", "/tmp", &r, err_buf(), 512), -1);
+    CHECK(strstr(err_buf(), "no runtime matching") != NULL);
+    mgr_state_clear(&st);
+    char *cmd = xasprintf("rm -rf '%s'", root);
+    CHECK_EQ_INT(system(cmd), 0);
+    free(cmd);
+    free(proj), free(sub), free(git), free(venv), free(other), free(otherpar), free(v1), free(py), free(omark);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        s_fixtures = argv[1];
+    test_reads_what_go_wrote_and_writes_it_back_the_same();
+    test_an_empty_state_and_a_new_entry_in_the_go_layout();
+    test_hostile_files();
+    test_stale_entries_are_marked_stopped();
+    test_names();
+    test_resolution();
+    printf("%d passed, %d failed\n", check_passed, check_failed);
+    return check_failed ? 1 : 0;
+}
