@@ -329,6 +329,9 @@ static void s_req_done(runtime_t *self, rt_req_t *r, json_object *content, const
     case REQ_BARRIER:
         rt_barrier_answered(self);
         break;
+    case REQ_MOVE:
+        rt_move_answered(self, ok, false, wire_get_str(content, "evalue"));
+        break;
     case REQ_INSTALL:
         if (!ok)
             log_warn("the kernel-side helper failed to install (%s); variable counts are unavailable",
@@ -449,6 +452,8 @@ void rt_drop_reqs(runtime_t *self, const char *why)
             r->reply(r->ud, NULL, why);
         else if (r->kind == REQ_HELPER && r->text)
             r->text(r->ud, NULL, why);
+        else if (r->kind == REQ_MOVE)
+            rt_move_answered(self, false, true, why);
         s_req_free(r);
     }
     rt_barrier_drop(self);
