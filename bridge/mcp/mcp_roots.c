@@ -118,6 +118,13 @@ char *mcp_roots_file_path(const char *uri, size_t len, char *err, size_t errlen)
         buf_free(&b);
         return NULL;
     }
+    for (size_t i = 0; i < b.len; i++) {
+        if ((unsigned char)b.data[i] < 0x20 || b.data[i] == 0x7f) {
+            snprintf(err, errlen, "names a path with a control character");
+            buf_free(&b);
+            return NULL;
+        }
+    }
     return buf_take(&b);
 }
 

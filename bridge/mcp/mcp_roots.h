@@ -4,7 +4,7 @@
  * Every root is client input. A URI is used only when it is a file: URI
  * (RFC 8089) with no host or "localhost", no query or fragment, whose
  * percent-decoded path is absolute, bounded (PATH_MAX), valid UTF-8 and free
- * of NUL; and that path must be an existing directory on this machine. A
+ * of control characters (NUL among them); and that path must be an existing directory on this machine. A
  * list is read up to MCP_ROOTS_MAX_CHECKED entries; problems are said in one
  * line each, with the URI cut short and its control characters replaced. */
 #ifndef RAT_MCP_ROOTS_H

@@ -171,6 +171,7 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     out->move_to = self->move ? self->move->cwd : NULL;
     out->next_interpreter = self->next_pending ? self->next_interpreter : NULL;
     out->held = self->hold;
+    out->fresh = !self->used;
     if (self->kernel)
         kernel_stats(self->kernel, &out->wire);
 }

@@ -120,6 +120,7 @@ typedef struct {
     const char *move_to;       /* a move waiting for its moment (runtime_move), or NULL */
     const char *next_interpreter; /* the interpreter of kernels from the next restart on, when it differs, or NULL */
     bool held;                 /* runs wait (runtime_hold) */
+    bool fresh;                /* the current kernel has run no user code */
     kconn_stats_t wire;
 } runtime_status_t;
 

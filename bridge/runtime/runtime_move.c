@@ -233,8 +233,10 @@ void rt_move_answered(runtime_t *self, bool ok, bool gone, const char *why)
         s_finish(m, RUNTIME_MOVE_FAILED, text);
     }
     rt_changed(self);
-    if (!gone)
+    if (!gone) {
         rt_move_try(self); /* a newer move may be waiting (when gone, the next start makes it) */
+        rt_pump(self);     /* runs waited for the answer */
+    }
 }
 
 void runtime_move(runtime_t *self, const runtime_place_t *p, runtime_move_fn *done, void *ud)

@@ -22,6 +22,7 @@ typedef struct {
     struct assets *assets;     /* borrowed: the asset store */
     int64_t started_ms;
     struct tool_watch *watch;  /* owned: tool_watch_register .. tool_watch_destroy */
+    struct workdir *workdir;   /* borrowed, may be NULL: where the kernel works (workdir.h) */
 } tools_ctx_t;
 
 void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx);

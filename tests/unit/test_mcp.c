@@ -1005,6 +1005,7 @@ static void test_root_uris(void)
     s_path_bad("file:///x%00y", 13, "NUL character (%00)");
     s_path_bad("file:///x\0y", 11, "contains a NUL");
     s_path_bad("file:///%FF%FE", 14, "not valid UTF-8");
+    s_path_bad("file:///a%0Ab", 13, "control character");
     /* Long: a URI past the bound, and a path past PATH_MAX. */
     size_t big = MCP_ROOTS_URI_MAX + 10;
     char *u = xmalloc(big + 1);
