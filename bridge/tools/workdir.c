@@ -73,6 +73,17 @@ static void s_start_note(workdir_t *self)
     free(note);
 }
 
+/* The same from a decision that came (or did not) while no run may be
+ * queued: only when a run waits for it, so that the note never reaches a
+ * result after a later decision made it untrue. */
+static void s_start_note_if_waiting(workdir_t *self)
+{
+    runtime_status_t st;
+    runtime_status(self->rt, &st);
+    if (st.queued)
+        s_start_note(self);
+}
+
 static void s_release(workdir_t *self)
 {
     if (!self->hold_seq)
@@ -94,7 +105,7 @@ static void s_hold_expired(loop_t *loop, void *ud)
     free(self->problem);
     self->problem = p;
     s_release(self);
-    s_start_note(self);
+    s_start_note_if_waiting(self);
 }
 
 static char *s_assets_for(const workdir_t *self, const char *dir)
@@ -237,7 +248,7 @@ static void s_on_roots(void *ud, json_object *result, json_object *error)
     }
     if (holding)
         s_release(self);
-    s_start_note(self);
+    s_start_note_if_waiting(self);
     free(ask);
 }
 
