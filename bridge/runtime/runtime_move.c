@@ -200,14 +200,8 @@ void rt_move_answered(runtime_t *self, bool ok, bool gone, const char *why)
         return;
     self->moving = NULL;
     if (gone) {
-        /* The kernel went before answering; the next one starts there. */
-        self->next_pending = false;
-        if (m->argv_changed) {
-            free(self->interpreter);
-            self->interpreter = xstrdup(m->interpreter);
-            free(self->env_note);
-            self->env_note = xstrdup(m->env_note);
-        }
+        /* The kernel went before answering; the next one starts there
+         * (with the interpreter waiting for it, rt_move_at_start). */
         s_finish(m, RUNTIME_MOVE_STARTED, NULL);
     } else if (ok) {
         s_finish(m, m->argv_changed ? RUNTIME_MOVE_PARTLY : RUNTIME_MOVE_IN_PLACE, NULL);

@@ -143,12 +143,14 @@ export async function until(fn, ms, what) {
 /**
  * A raw NDJSON client over pipes, for what the SDK hides: exact bytes,
  * protocol errors, exit timing. Every stdout line must be one JSON-RPC
- * message; anything else fails the test that reads it.
+ * message; anything else fails the test that reads it. opts.cwd: started
+ * there with no --cwd.
  */
-export function rawServer(args = [], env = {}) {
+export function rawServer(args = [], env = {}, opts = {}) {
   const work = scratch();
-  const cmd = ratCommand(['--cwd', work.dir, ...args]);
-  const child = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const cmd = ratCommand([...(opts.cwd ? [] : ['--cwd', work.dir]), ...args]);
+  const child = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'],
+    ...(opts.cwd ? { cwd: opts.cwd } : {}) });
   let buf = '';
   const lines = [];
   const waiters = [];

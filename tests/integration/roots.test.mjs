@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, readdirSync, existsSync, 
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, connectHttp, startHttp, run, ctl, until, ms } from './lib.mjs';
+import { connect, connectHttp, startHttp, rawServer, run, ctl, until, ms } from './lib.mjs';
 
 const env = { ...process.env };
 delete env.VIRTUAL_ENV;
@@ -208,6 +208,36 @@ test('HTTP, started from /: the first session that offers roots decides; another
     await b?.close();
     await a.close();
     await srv.stop();
+    ws.cleanup();
+  }
+});
+
+test('a client that declares roots and does not answer holds runs 2 s at most; its late answer moves the kernel at the next idle moment', async () => {
+  const ws = workspace();
+  const srv = rawServer([], env, { cwd: '/' });
+  try {
+    await srv.initialize('2025-11-25', { roots: {} });
+    const ask = await srv.next();
+    assert.equal(ask.method, 'roots/list');
+    assert.equal(typeof ask.id, 'number');
+    const t0 = Date.now();
+    srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run', arguments: { code: 'import os; print(os.getcwd())' } } });
+    const r = await srv.reply(1);
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 1900, `the run waited ${waited} ms`);
+    const text = r.result.content[0].text;
+    assert.match(text, /^\[rat-py: the kernel works in \/,/);
+    assert.match(text, /\n\/\n/);
+    srv.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'ctl', arguments: { op: 'status' } } });
+    const st = (await srv.reply(2)).result.structuredContent.workdir;
+    assert.match(st.roots_problem, /did not answer roots\/list within 2000 ms/);
+    // The answer, late: the kernel has run code, so it moves now (idle) and says so.
+    srv.send({ jsonrpc: '2.0', id: ask.id, result: { roots: [{ uri: uri(ws.dirs[0]) }] } });
+    srv.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'run', arguments: { code: 'print(os.getcwd())' } } });
+    const moved = (await srv.reply(3)).result.content[0].text;
+    assert.match(moved, new RegExp(`^\\[rat-py: the kernel now works in ${ws.dirs[0]}, the client's root \\(it worked in /\\); variables are kept\\]\\n${ws.dirs[0]}\\n`));
+  } finally {
+    await srv.close();
     ws.cleanup();
   }
 });
