@@ -136,7 +136,7 @@ static void s_in_place(runtime_t *self)
     buf_init(&code, 0);
     self->lang->chdir(&code, m->cwd);
     char id[WIRE_ID_LEN + 1];
-    int rc = rt_send_silent(self, code.data, NULL, id);
+    int rc = rt_send_silent(self, code.data, "", id); /* no snapshot: the variables did not change */
     buf_free(&code);
     if (rc < 0) {
         s_finish(m, RUNTIME_MOVE_FAILED, "could not reach the kernel");
