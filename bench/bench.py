@@ -387,6 +387,43 @@ def bench_cold():
     fr = statistics.median(first)
     row("spawn → first `run` result", "%.0f ms" % fr, "%.0f ms (ready %.0f)" % (ffirst, fready), "",
         "≤ floor + 50 ms (%.0f)" % (ffirst + 50), fr <= ffirst + 50)
+    bench_roots(n)
+
+
+def bench_roots(n):
+    # Issue 35: a client that declares roots, rat-py started from / with no
+    # --cwd (as hosts start it): roots/list is asked after `initialized`
+    # and the kernel moves to the root before the first run, in place
+    # (os.chdir), or, when a .venv there is another interpreter, by
+    # starting again there. Each start alternates with one of a client
+    # without roots (--cwd, as today), so the added time is a paired
+    # difference.
+    plain, proj = os.path.join(WORK, "roots-plain"), os.path.join(WORK, "roots-venv")
+    for d in (plain, proj):
+        os.makedirs(d, exist_ok=True)
+    venv = os.path.join(proj, ".venv")
+    if not os.path.isdir(venv):
+        run([PY, "-m", "venv", "--system-site-packages", "--without-pip", venv])
+    env_root = {"MCPC_CWD": "/", "MCPC_ROOT": plain}
+    env_venv = {"MCPC_CWD": "/", "MCPC_ROOT": proj}
+    # The venv's ipykernel answer is cached after the first ask (interp.h);
+    # a user's second start is the common case: warm it once.
+    run([MCPC, "first", "--", RAT], env=env_venv)
+    none, root, venvd = [], [], []
+    for k in range(n):
+        trio = [lambda: none.append(kv(run([MCPC, "first", "--"] + rat()))["first_result_ms"]),
+                lambda: root.append(kv(run([MCPC, "first", "--", RAT], env=env_root))["first_result_ms"]),
+                lambda: venvd.append(kv(run([MCPC, "first", "--", RAT], env=env_venv))["first_result_ms"])]
+        for f in trio[k % 3:] + trio[:k % 3]:
+            f()
+    m0 = statistics.median(none)
+    d_root = statistics.median([b - a for a, b in zip(none, root)])
+    d_venv = statistics.median([b - a for a, b in zip(none, venvd)])
+    row("spawn → first `run` result, client with roots, from / (kernel moved in place to the root)",
+        "%.0f ms (%+.0f ms paired)" % (statistics.median(root), d_root), "", "", "≤ no-roots + 10 ms (%.0f)" % m0,
+        d_root <= 10)
+    row("the same, the root holds a .venv (the kernel starts again in it)",
+        "%.0f ms (%+.0f ms paired)" % (statistics.median(venvd), d_venv), "", "", "", None)
 
 
 def bench_memory():

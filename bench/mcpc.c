@@ -19,7 +19,10 @@
  *   rss [N]     rat-py's RSS when idle after N runs (default 1)
  *   restart N   N x (ctl restart; run x = 42), ms each
  *   look        overview with 10 000 variables, drill into a 10^6-key dict,
- *               a completion: ms each */
+ *               a completion: ms each
+ * MCPC_ROOT=DIR: the client declares roots and answers roots/list with
+ * file://DIR (DIR must need no percent-encoding); MCPC_CWD=DIR: rat-py is
+ * started there. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,6 +52,8 @@ static void s_spawn(char **argv)
         exit(1);
     s_pid = fork();
     if (s_pid == 0) {
+        if (getenv("MCPC_CWD") && chdir(getenv("MCPC_CWD")) < 0)
+            _exit(127);
         dup2(in[0], 0);
         dup2(out[1], 1);
         close(in[1]);
@@ -92,6 +97,14 @@ static const char *s_wait(long id)
             s_len -= n + 1;
             if (strncmp(line, want, (size_t)wn) == 0)
                 return line;
+            if (strstr(line, "\"method\":\"roots/list\"")) {
+                const char *rid = strstr(line, "\"id\":");
+                char reply[4096];
+                snprintf(reply, sizeof reply, "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"roots\":[{\"uri\":"
+                         "\"file://%s\"}]}}\n", rid ? atol(rid + 5) : 0L, getenv("MCPC_ROOT") ? getenv("MCPC_ROOT") : "/");
+                s_write(reply);
+                continue;
+            }
             if (strstr(line, "\"method\":\"notifications/"))
                 s_notifications++;
             continue;
@@ -125,8 +138,8 @@ static void s_initialize(void)
     char req[256];
     snprintf(req, sizeof req,
              "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
-             "\"capabilities\":{},\"clientInfo\":{\"name\":\"mcpc\",\"version\":\"1\"}}}\n",
-             ++s_id);
+             "\"capabilities\":{%s},\"clientInfo\":{\"name\":\"mcpc\",\"version\":\"1\"}}}\n",
+             ++s_id, getenv("MCPC_ROOT") ? "\"roots\":{\"listChanged\":true}" : "");
     s_write(req);
     s_wait(s_id);
     s_write("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");

@@ -32,6 +32,7 @@
 #include "transport_http.h"
 #include "page.h"
 #include "transport_stdio.h"
+#include "workdir.h"
 
 #define EXIT_GRACE_MS 100   /* kernel SIGTERM grace at exit; the whole exit stays < 300 ms */
 #define FLUSH_MS 50         /* last output to the client at exit */
@@ -116,9 +117,64 @@ static char *s_runtime_dir(bool *is_temp, const server_ctl_t *ctl)
     return d;
 }
 
+/* How the default (Python) kernel starts when it works in dir: the
+ * interpreter of --python, --venv, $VIRTUAL_ENV or a venv found there
+ * (interp.h), else the python3 kernelspec (*argv NULL), else any Python
+ * with ipykernel. Fills the owned out parameters. Returns 0, or an exit
+ * status with err filled. */
+static int s_python_kernel(const rat_options_t *cfg, const char *dir, char ***argv_out, char **interp_out,
+                           char **note_out, char *err, size_t errlen)
+{
+    interp_t it = {0};
+    *argv_out = NULL;
+    *interp_out = *note_out = NULL;
+    if (interp_resolve(dir, cfg->python, cfg->venv, &it, err, errlen) < 0)
+        return 2;
+    *note_out = it.note;
+    it.note = NULL;
+    char *python = it.python;
+    it.python = NULL;
+    interp_free(&it);
+    if (!python) {
+        kernelspec_t *ks = kernelspec_find("python3", err, errlen);
+        if (ks) {
+            kernelspec_destroy(&ks);
+            return 0;
+        }
+        python = interp_find_python_with_ipykernel();
+        if (!python) {
+            snprintf(err, errlen, "there is no python3 kernelspec and no Python with ipykernel on this machine; install "
+                                  "one (Debian: apt install python3-ipykernel; pip: pip install ipykernel)");
+            FREE_AND_NULL(*note_out);
+            return 1;
+        }
+    }
+    char **argv = xcalloc(6, sizeof *argv);
+    argv[0] = python;
+    argv[1] = xstrdup("-m");
+    argv[2] = xstrdup("ipykernel_launcher");
+    argv[3] = xstrdup("-f");
+    argv[4] = xstrdup("{connection_file}");
+    *argv_out = argv;
+    *interp_out = xstrdup(python);
+    return 0;
+}
+
+/* workdir_kernel_fn: how the kernel starts in dir (a client's root). */
+static int s_kernel_in(void *ud, const char *dir, char ***argv, char **interp, char **note, char *err, size_t errlen)
+{
+    const rat_options_t *cfg = ud;
+    if (cfg->kernel) { /* a kernelspec: the same in every directory */
+        *argv = NULL;
+        *interp = *note = NULL;
+        return 0;
+    }
+    return s_python_kernel(cfg, dir, argv, interp, note, err, errlen) ? -1 : 0;
+}
+
 /* Works out how to start the kernel. Fills ro (pointing into the owned
  * strings returned through the out parameters). Returns 0, or an exit status. */
-static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, interp_t *it,
+static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, char **interp, char **note,
                            char ***argv_out, char **existing_out, const server_ctl_t *ctl)
 {
     char err[2048];
@@ -145,35 +201,16 @@ static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_op
         ro->kernel_name = cfg->kernel;
         return 0;
     }
-    if (interp_resolve(cwd, cfg->python, cfg->venv, it, err, sizeof err) < 0) {
+    int status = s_python_kernel(cfg, cwd, argv_out, interp, note, err, sizeof err);
+    if (status) {
         s_fail(ctl, "%s", err);
-        return 2;
+        return status;
     }
-    ro->env_note = it->note;
-    char *python = it->python ? xstrdup(it->python) : NULL;
-    if (!python) {
-        kernelspec_t *ks = kernelspec_find("python3", err, sizeof err);
-        if (ks) {
-            kernelspec_destroy(&ks);
-            ro->kernel_name = "python3";
-            return 0;
-        }
-        python = interp_find_python_with_ipykernel();
-        if (!python) {
-            s_fail(ctl, "there is no python3 kernelspec and no Python with ipykernel on this machine; install one "
-                        "(Debian: apt install python3-ipykernel; pip: pip install ipykernel)");
-            return 1;
-        }
-    }
-    char **argv = xcalloc(6, sizeof *argv);
-    argv[0] = python;
-    argv[1] = xstrdup("-m");
-    argv[2] = xstrdup("ipykernel_launcher");
-    argv[3] = xstrdup("-f");
-    argv[4] = xstrdup("{connection_file}");
-    *argv_out = argv;
-    ro->argv = argv;
-    ro->interpreter = python;
+    ro->env_note = *note;
+    ro->argv = *argv_out;
+    ro->interpreter = *interp;
+    if (!*argv_out)
+        ro->kernel_name = "python3";
     return 0;
 }
 
@@ -277,7 +314,8 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     char *assets = NULL, *rtdir = NULL, *existing = NULL;
     bool rtdir_temp = false;
     char **argv = NULL;
-    interp_t it = {0};
+    char *interp = NULL, *env_note = NULL;
+    workdir_t *workdir = NULL;
     void *zctx = NULL;
     loop_t *loop = NULL;
     mcp_server_t *mcp = NULL;
@@ -310,7 +348,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         .allow_restart = cfg->allow_restart,
         .spare = cfg->spare,
     };
-    status = s_choose_kernel(cfg, cwd, &ro, &it, &argv, &existing, ctl);
+    status = s_choose_kernel(cfg, cwd, &ro, &interp, &env_note, &argv, &existing, ctl);
     if (status)
         goto out;
 
@@ -335,8 +373,17 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         goto out;
     }
     app.started_ms = loop_now_ms();
-    ctx = (tools_ctx_t){.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms};
     mcp = mcp_server_new("rat-py", RAT_VERSION, tools_instructions());
+    workdir_opts_t wo = {
+        .dir = cwd,
+        .from_option = cfg->cwd != NULL,
+        .movable = !cfg->gateway && !cfg->existing,
+        .assets_option = cfg->assets_dir,
+        .kernel = s_kernel_in,
+        .kernel_ud = (void *)cfg,
+    };
+    workdir = workdir_new(loop, mcp, app.rt, store, &wo);
+    ctx = (tools_ctx_t){.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms, .workdir = workdir};
     tool_run_register(mcp, &ctx);
     tool_look_register(mcp, &ctx);
     tool_ctl_register(mcp, &ctx);
@@ -364,6 +411,7 @@ out:
     transport_http_destroy(&app.http);
     tool_watch_destroy(&ctx);
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
+    workdir_destroy(&workdir); /* after the sessions and the runtime, which call back into it */
     mcp_server_destroy(&mcp);
     sigs_destroy(&sigs); /* unwatches: before the loop goes */
     if (loop)
@@ -372,7 +420,8 @@ out:
     if (zctx)
         zmq_ctx_term(zctx);
     strv_free(argv);
-    interp_free(&it);
+    free(interp);
+    free(env_note);
     free(existing);
     assets_destroy(&store);
     if (rtdir_temp && rmdir(rtdir) < 0) /* empty by now: the kernel's files are gone */

@@ -72,10 +72,25 @@ static char *s_env_python(const char *venv)
     return NULL;
 }
 
-/* ./.venv in dir or its parents. */
+/* ./.venv in dir or its parents, else ./venv in dir itself when it is a
+ * venv (pyvenv.cfg): a directory named venv higher up (~/venv) may be
+ * anyone's, a .venv is by convention the project's. */
 static char *s_find_dotvenv(const char *dir)
 {
     char *d = fileio_realpath(dir ? dir : ".");
+    if (d) {
+        char *dot = xasprintf("%s/.venv", d), *plain = xasprintf("%s/venv", d), *cfg = xasprintf("%s/venv/pyvenv.cfg", d);
+        char *py = fileio_is_dir(dot) ? NULL : s_env_python(plain);
+        bool found = py && fileio_is_file(cfg);
+        free(py);
+        free(dot);
+        free(cfg);
+        if (found) {
+            free(d);
+            return plain;
+        }
+        free(plain);
+    }
     while (d) {
         char *cand = xasprintf("%s/.venv", d);
         char *py = s_env_python(cand);
@@ -363,7 +378,7 @@ int interp_resolve(const char *cwd, const char *python, const char *venv, interp
         source = "VIRTUAL_ENV";
     } else {
         env = s_find_dotvenv(cwd);
-        source = ".venv";
+        source = env && strcmp(strrchr(env, '/'), "/venv") == 0 ? "venv" : ".venv";
     }
     if (!env)
         return 0;

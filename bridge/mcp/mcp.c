@@ -63,6 +63,9 @@ void mcp_server_destroy(mcp_server_t **self_p)
     for (size_t i = 0; i < self->nmethods; i++)
         free(self->methods[i].method);
     free(self->methods);
+    for (size_t i = 0; i < self->nnotifs; i++)
+        free(self->notifs[i].method);
+    free(self->notifs);
     mcp_features_free(&self->features);
     sodium_memzero(self->state_key, sizeof self->state_key);
     free(self->name);
@@ -106,6 +109,24 @@ void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn
     m->method = xstrdup(method);
     m->fn = fn;
     m->ud = ud;
+}
+
+void mcp_server_on_notification(mcp_server_t *self, const char *method, mcp_notification_fn *fn, void *ud)
+{
+    self->notifs = xrealloc(self->notifs, (self->nnotifs + 1) * sizeof *self->notifs);
+    mcp_notif_entry_t *n = &self->notifs[self->nnotifs++];
+    n->method = xstrdup(method);
+    n->fn = fn;
+    n->ud = ud;
+}
+
+void mcp_server_notified(mcp_server_t *self, mcp_session_t *session, const char *method, json_object *params)
+{
+    /* Handlers are registered while the server is built, never from one of
+     * them: the array does not move under this loop. */
+    for (size_t i = 0; i < self->nnotifs; i++)
+        if (strcmp(self->notifs[i].method, method) == 0)
+            self->notifs[i].fn(session, params, self->notifs[i].ud);
 }
 
 mcp_method_entry_t *mcp_server_find_method(mcp_server_t *self, const char *method)
@@ -661,6 +682,25 @@ long mcp_call_request(mcp_call_t *call, const char *method, json_object *params,
     s->pending = p;
     json_object *id = json_object_new_int64(p->id);
     s_call_send(call, jsonrpc_request(id, method, params), MCP_MSG_REQUEST);
+    json_object_put(id);
+    return p->handle;
+}
+
+long mcp_session_request(mcp_session_t *self, const char *method, json_object *params, mcp_response_fn *fn, void *ud)
+{
+    if (!self->initialized || self->stateless || self->input_closed) {
+        json_object_put(params);
+        return 0;
+    }
+    mcp_pending_t *p = xcalloc(1, sizeof *p);
+    p->handle = self->next_handle++;
+    p->id = self->next_request_id++;
+    p->fn = fn;
+    p->ud = ud;
+    p->next = self->pending;
+    self->pending = p;
+    json_object *id = json_object_new_int64(p->id);
+    mcp_session_send(self, NULL, jsonrpc_request(id, method, params), MCP_MSG_REQUEST);
     json_object_put(id);
     return p->handle;
 }

@@ -80,6 +80,11 @@ typedef void (mcp_cancel_fn)(mcp_call_t *call, mcp_cancel_reason_t reason, void 
 typedef void (mcp_response_fn)(void *ud, json_object *result, json_object *error);
 /* Notified when a session finishes initialize (after the response is sent). */
 typedef void (mcp_session_fn)(mcp_session_t *session, void *ud);
+/* A notification from a client (mcp_server_on_notification): params is the
+ * client's (borrowed for the call, may be NULL; untrusted: check every
+ * field). Runs inside mcp_session_handle: it may send on the session
+ * (requests, notifications) but must not destroy it. */
+typedef void (mcp_notification_fn)(mcp_session_t *session, json_object *params, void *ud);
 
 /* Reads a registered resource (uri: the requested URI; vars: the template
  * variables, or NULL for a static resource) and replies {contents: [...]}. */
@@ -132,6 +137,12 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool);
  * params (borrowed, may be NULL). The resources, prompts and completion
  * methods (mcp_features.c) are registered this way. */
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud);
+/* Calls fn for each notification named method from any legacy session
+ * (those that began with initialize). "notifications/initialized" reaches
+ * fn once per session, and only after its initialize was answered: the
+ * moment the server may first send requests (e.g. roots/list).
+ * "notifications/cancelled" is the MCP layer's own and never reaches fn. */
+void mcp_server_on_notification(mcp_server_t *self, const char *method, mcp_notification_fn *fn, void *ud);
 /* The tasks extension's bounds for the whole server: at most max_tasks
  * tasks and max_bytes of what they hold (arguments, results, as JSON);
  * defaults 256 and 32 MiB. now_ms is the wall clock in ms they are timed
@@ -223,6 +234,15 @@ void mcp_session_on_idle(mcp_session_t *self, mcp_session_fn *fn, void *ud);
 void mcp_session_input_closed(mcp_session_t *self);
 /* Whether a server->client request can still be answered. */
 bool mcp_session_can_request(const mcp_session_t *self);
+/* A server->client request tied to no call (e.g. roots/list after
+ * notifications/initialized): it goes out with no origin (stdio: stdout;
+ * HTTP: the session's GET stream, kept until one opens). params consumed.
+ * Returns a handle (> 0); fn gets the answer as for mcp_call_request, or
+ * both NULL when the session ends first. Returns 0 when the session
+ * cannot be asked (not initialized, modern-only, or its input closed):
+ * fn is then never called. */
+long mcp_session_request(mcp_session_t *self, const char *method, json_object *params, mcp_response_fn *fn,
+                         void *ud);
 /* Whether a call that came with this origin may still send its response
  * (false once it was answered, cancelled by the client or forgotten): a
  * transport ends the origin's stream when nothing more will come. */

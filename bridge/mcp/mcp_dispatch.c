@@ -607,9 +607,21 @@ void mcp_session_handle(mcp_session_t *self, const char *data, size_t len, void 
         s_handle_request(self, &m, origin);
         break;
     case JSONRPC_NOTIFICATION:
-        if (!s_has_nul(m.method, m.method_len) && strcmp(m.method, "notifications/cancelled") == 0)
+        if (s_has_nul(m.method, m.method_len))
+            break;
+        if (strcmp(m.method, "notifications/cancelled") == 0) {
             s_handle_cancelled(self, m.params);
-        /* notifications/initialized and anything else: nothing to answer. */
+        } else if (strcmp(m.method, "notifications/initialized") == 0) {
+            /* Once, after initialize was answered: from then on the server
+             * may send requests. A modern-only session never initializes. */
+            if (self->initialized && !self->initialized_told && !self->stateless) {
+                self->initialized_told = true;
+                mcp_server_notified(self->server, self, m.method, m.params);
+            }
+        } else if (self->initialized && !self->stateless) {
+            mcp_server_notified(self->server, self, m.method, m.params);
+        }
+        /* Nothing to answer, whatever it was. */
         break;
     case JSONRPC_RESPONSE:
         s_handle_response(self, &m);

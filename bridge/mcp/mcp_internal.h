@@ -70,12 +70,20 @@ typedef struct {
     void *ud;
 } mcp_method_entry_t;
 
+typedef struct {
+    char *method;         /* owned */
+    mcp_notification_fn *fn;
+    void *ud;
+} mcp_notif_entry_t;
+
 struct mcp_server {
     char *name, *version, *instructions;  /* owned */
     mcp_tool_entry_t *tools;              /* owned array */
     size_t ntools;
     mcp_method_entry_t *methods;          /* owned array */
     size_t nmethods;
+    mcp_notif_entry_t *notifs;            /* owned array: mcp_server_on_notification */
+    size_t nnotifs;
     mcp_features_t features;              /* resources, prompts, completion */
     mcp_session_t *sessions;              /* borrowed list of live sessions */
     unsigned char state_key[32];          /* seals requestState (random per process) */
@@ -123,6 +131,7 @@ struct mcp_session {
     mcp_send_fn *send;
     void *transport;
     bool initialized;             /* initialize answered */
+    bool initialized_told;        /* notifications/initialized went to the server's handlers */
     unsigned long serial;         /* mcp_session_serial */
     char client_name[64];         /* clientInfo.name from initialize (cut), or "" */
     char protocol[32];
@@ -151,6 +160,8 @@ struct mcp_session {
 #define MCP_LOG_LEVELS 8
 extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* by mcp_log_level_t */
 mcp_method_entry_t *mcp_server_find_method(mcp_server_t *self, const char *method);
+/* Calls the handlers of a client notification (mcp_server_on_notification). */
+void mcp_server_notified(mcp_server_t *self, mcp_session_t *session, const char *method, json_object *params);
 mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name);
 /* A new tools/list result (the caller owns it), built for each request. */
 json_object *mcp_server_tools_list(mcp_server_t *self);

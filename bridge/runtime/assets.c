@@ -70,6 +70,14 @@ const char *assets_dir(const assets_t *self)
     return self->dir;
 }
 
+void assets_set_dir(assets_t *self, const char *dir)
+{
+    if (strcmp(self->dir, dir) == 0)
+        return;
+    free(self->dir);
+    self->dir = xstrdup(dir);
+}
+
 void assets_serve_http(assets_t *self, bool on)
 {
     self->http = on;

@@ -31,6 +31,10 @@ typedef struct {
 assets_t *assets_new(const char *dir, size_t max_one, unsigned long long max_total);
 void assets_destroy(assets_t **self_p);
 const char *assets_dir(const assets_t *self);
+/* Assets are saved in dir from now on (where the kernel works moved): the
+ * ones in the old directory stay there and are no longer listed or
+ * served. What assets_dir returned before is freed. */
+void assets_set_dir(assets_t *self, const char *dir);
 /* Whether the clients reach assets over HTTP (rat-py --http): then results
  * name them by their path, /assets/<id>. Otherwise (stdio, the default) an
  * HTTP path means nothing to the client, so they are named by what it can

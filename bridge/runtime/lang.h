@@ -39,6 +39,12 @@ typedef struct lang {
      * is JSON text: {"vars": N, "rows": [...]} for snap; {"ok": ..., ...}
      * for inspect. */
     void (*call)(buf_t *b, const char *fn, const char *json_arg);
+    /* Appends code that makes dir the kernel's working directory without
+     * touching the user's variables: the process's (and $PWD), and where
+     * the language has one, the import path's entry that was the old
+     * working directory (Python's sys.path[0]). NULL: the kernel moves only
+     * when it is started again (runtime_move). */
+    void (*chdir)(buf_t *b, const char *dir);
     /* Code that clears the user namespace / also history and the execution
      * counter (NULL: not possible for this kernel). */
     const char *reset_code;

@@ -29,6 +29,21 @@ static void s_call(buf_t *b, const char *fn, const char *json_arg)
     buf_puts(b, ")");
 }
 
+/* One expression, no name bound: the old directory is read before the
+ * change; sys.path's entry for it (sys.path[0], which `python -m` sets to
+ * the start directory) becomes the new one. When there is none, the new
+ * directory goes first, unless '' (the working directory, whatever it is)
+ * or the directory itself is already there. */
+static void s_chdir(buf_t *b, const char *dir)
+{
+    buf_puts(b, "(lambda os, sys, d, old: (os.chdir(d), os.environ.__setitem__('PWD', d), "
+                "sys.path.__setitem__(sys.path.index(old), d) if old in sys.path "
+                "else None if ('' in sys.path or d in sys.path) else sys.path.insert(0, d)))"
+                "(__import__('os'), __import__('sys'), ");
+    buf_put_json_str(b, dir, strlen(dir));
+    buf_puts(b, ", __import__('os').getcwd())");
+}
+
 const lang_t lang_python = {
     .name = "python",
     .html_with_plain_is_asset = true,
@@ -36,6 +51,7 @@ const lang_t lang_python = {
     .channel = LANG_VIA_USER_EXPRESSIONS,
     .install = s_install,
     .call = s_call,
+    .chdir = s_chdir,
     .reset_code = "get_ipython().run_line_magic('reset', '-f')",
     .reset_all_code = "get_ipython().reset(new_session=True)",
     .probe_code = "import sys, ipykernel\nprint(sys.executable)\nprint('ipykernel', ipykernel.__version__)",

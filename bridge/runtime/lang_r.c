@@ -83,6 +83,14 @@ static void s_call(buf_t *b, const char *fn, const char *json_arg)
     buf_puts(b, "); invisible(v) })(.Last.value)");
 }
 
+/* .Last.value is handed through as in s_call. */
+static void s_chdir(buf_t *b, const char *dir)
+{
+    buf_puts(b, "(function(v, d) { setwd(d); Sys.setenv(PWD = d); invisible(v) })(.Last.value, ");
+    s_put_r_str(b, dir, strlen(dir));
+    buf_puts(b, ")");
+}
+
 /* IRkernel reports every error as ename "ERROR" with evalue the condition
  * as R prints it ("Error in f(x): msg\n"); a top-level error reads "Error in
  * eval(expr, envir, enclos): msg", which is the wrapper, not the user's
@@ -109,6 +117,7 @@ const lang_t lang_r = {
     .channel = LANG_VIA_STDOUT,
     .install = s_install,
     .call = s_call,
+    .chdir = s_chdir,
     .reset_code = "rm(list = ls(envir = .GlobalEnv, all.names = TRUE), envir = .GlobalEnv)",
     .reset_all_code = NULL, /* IRkernel can reset neither its history nor its counter */
     .clean_error = s_clean_error,

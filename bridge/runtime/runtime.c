@@ -59,6 +59,7 @@ runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *
     self->connect_ud = o->connect_ud;
     self->vars = -1;
     self->next_id = 1;
+    buf_init(&self->notes, 64 << 10);
     if (o->gateway_url) {
         gateway_opts_t go = {.url = o->gateway_url, .token = o->gateway_token, .ca_file = o->gateway_ca,
                              .insecure = o->gateway_insecure};
@@ -98,6 +99,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->spare_timer);
     loop_timer_cancel(self->loop, self->collect_timer);
     loop_timer_cancel(self->loop, self->state_timer);
+    rt_move_free_all(self);
     rt_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
     gateway_destroy(&self->gateway); /* after its kernel, which deletes itself there */
@@ -165,6 +167,11 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     for (rt_req_t *r = self->reqs; r; r = r->next)
         if (r->kind == REQ_RESET)
             out->reset_ms = loop_now_ms() - r->sent_ms;
+    out->cwd = self->cwd;
+    out->move_to = self->move ? self->move->cwd : NULL;
+    out->next_interpreter = self->next_pending ? self->next_interpreter : NULL;
+    out->held = self->hold;
+    out->fresh = !self->used;
     if (self->kernel)
         kernel_stats(self->kernel, &out->wire);
 }

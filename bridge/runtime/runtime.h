@@ -122,6 +122,11 @@ typedef struct {
     pid_t spare_pid;
     int64_t boot_ms;
     int64_t reset_ms;          /* age of a reset the kernel has not confirmed yet, -1 if none */
+    const char *cwd;           /* where the kernel works (runtime_move) */
+    const char *move_to;       /* a move waiting for its moment (runtime_move), or NULL */
+    const char *next_interpreter; /* the interpreter of kernels from the next restart on, when it differs, or NULL */
+    bool held;                 /* runs wait (runtime_hold) */
+    bool fresh;                /* the current kernel has run no user code */
     kconn_stats_t wire;
 } runtime_status_t;
 
@@ -211,6 +216,53 @@ bool runtime_has_helper(runtime_t *self);
 bool runtime_idle(runtime_t *self);
 /* Whether the kernel can be restarted by us. */
 bool runtime_can_restart(const runtime_t *self, const char **why);
+
+/* ---- where the kernel works ---- */
+
+/* A working directory and how kernels start there. */
+typedef struct {
+    const char *cwd;           /* absolute path of an existing directory */
+    const char *assets_dir;    /* where full outputs spill from now on; NULL: unchanged */
+    char *const *argv;         /* how kernels start there (as runtime_opts_t.argv; NULL: the kernelspec) */
+    const char *interpreter;   /* with argv, for status (may be NULL) */
+    const char *env_note;      /* for status (may be NULL) */
+} runtime_place_t;
+
+typedef enum {
+    RUNTIME_MOVE_IN_PLACE,     /* the kernel changed directory; its variables are kept */
+    RUNTIME_MOVE_PARTLY,       /* it changed directory; its interpreter changes at the next restart */
+    RUNTIME_MOVE_STARTED,      /* a kernel was started there: one that had run no code was replaced,
+                                * or the kernel (re)started after the move was asked for */
+    RUNTIME_MOVE_FAILED,       /* why says why; the kernel works where it did */
+    RUNTIME_MOVE_DROPPED,      /* replaced by a newer move, or the runtime is going away */
+} runtime_move_result_t;
+/* Called once per move, possibly before runtime_move returns, from the
+ * loop or a kernel handler. It may read the status and call runtime_note;
+ * nothing else of the runtime. */
+typedef void (runtime_move_fn)(void *ud, runtime_move_result_t result, const char *why);
+
+/* Moves an owned kernel to p at the first moment that breaks nothing:
+ *  - a kernel that has run no user code yet moves at once, queued runs
+ *    waiting for it: in place (the language's chdir, lang.h) or, when
+ *    p->argv differs or the language cannot move in place, by starting a
+ *    new kernel there (a booting one is replaced at once);
+ *  - otherwise when it is idle with no run queued: in place, variables
+ *    kept; a different argv then waits for the next restart (PARTLY), and
+ *    a language that cannot move in place waits for it entirely;
+ *  - or at the kernel's next start (ctl restart, a restart after a death,
+ *    a start after a failure), whichever comes first.
+ * Never under a running cell. A newer move replaces one still waiting (its
+ * done gets DROPPED). Attached and gateway kernels are not ours to move:
+ * done gets FAILED at once. done may be NULL. */
+void runtime_move(runtime_t *self, const runtime_place_t *p, runtime_move_fn *done, void *ud);
+/* While held, queued runs wait (the kernel still starts, a move is still
+ * made): for a decision about where the kernel works that is about to
+ * come. Releasing it lets them go from the loop. */
+void runtime_hold(runtime_t *self, bool hold);
+/* Puts text on its own line at the top of the next run sent to the kernel
+ * (after earlier notes): what a client should hear once, in its next
+ * result. Copied. */
+void runtime_note(runtime_t *self, const char *text);
 
 /* ---- watching every run (whoever started it) ---- */
 typedef enum {

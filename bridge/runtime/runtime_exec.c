@@ -231,6 +231,8 @@ static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
                                                .store_history = true,
                                                .allow_stdin = ex->allow_input});
     buf_free(&snap);
+    rt_move_notes(self, ex);
+    self->used = true;
     ex->sent_us = loop_now_us();
     if (kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, ex->msg_id) < 0) {
         buf_free(&b);
@@ -268,11 +270,15 @@ void rt_pump_timer(loop_t *loop, void *ud)
 /* Starts the next queued execution when the kernel is free. */
 void rt_pump(runtime_t *self)
 {
+    if (self->move)
+        rt_move_try(self); /* a kernel that ran nothing moves before its first run */
     if (self->kstate == ST_FAILED) {
         rt_fail_queued(self, self->fail_reason);
         return;
     }
-    if (self->kstate != ST_READY || self->current || self->barrier_id[0])
+    /* A move in place is answered before the next run goes: the run and
+     * its result see the new directory, and the note that says so. */
+    if (self->kstate != ST_READY || self->current || self->barrier_id[0] || self->hold || self->moving)
         return;
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
         if (ex->state == RUNTIME_EXEC_QUEUED) {

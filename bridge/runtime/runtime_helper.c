@@ -222,7 +222,8 @@ void rt_helper_run_snapshot(runtime_t *self, runtime_exec_t *ex, bool have_snaps
 }
 
 /* Sends a silent execute (no history, no output broadcast to us). With a
- * user_expressions helper, expr (default: the snapshot) rides along. */
+ * user_expressions helper, expr (default: the snapshot; "": none) rides
+ * along. */
 int rt_send_silent(runtime_t *self, const char *code, const char *expr, char id_out[WIRE_ID_LEN + 1])
 {
     buf_t b, snap;
@@ -231,6 +232,8 @@ int rt_send_silent(runtime_t *self, const char *code, const char *expr, char id_
     if (!expr && self->lang && self->lang->channel == LANG_VIA_USER_EXPRESSIONS) {
         self->lang->call(&snap, "snap", NULL);
         expr = snap.data;
+    } else if (expr && !*expr) {
+        expr = NULL;
     }
     jmsg_execute_request(&b, &(jmsg_execute_t){.code = code, .rat_expr = expr, .silent = true});
     int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id_out);
@@ -328,6 +331,9 @@ static void s_req_done(runtime_t *self, rt_req_t *r, json_object *content, const
         break;
     case REQ_BARRIER:
         rt_barrier_answered(self);
+        break;
+    case REQ_MOVE:
+        rt_move_answered(self, ok, false, wire_get_str(content, "evalue"));
         break;
     case REQ_INSTALL:
         if (!ok)
@@ -449,6 +455,8 @@ void rt_drop_reqs(runtime_t *self, const char *why)
             r->reply(r->ud, NULL, why);
         else if (r->kind == REQ_HELPER && r->text)
             r->text(r->ud, NULL, why);
+        else if (r->kind == REQ_MOVE)
+            rt_move_answered(self, false, true, why);
         s_req_free(r);
     }
     rt_barrier_drop(self);

@@ -104,7 +104,21 @@ struct runtime_exec {
 
 /* Reply to rt_query: content (borrowed) or NULL with err. */
 typedef void (rt_reply_fn)(void *ud, json_object *content, const char *err);
-typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER, REQ_PROBE, REQ_BARRIER } rt_req_kind_t;
+typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER, REQ_PROBE, REQ_BARRIER, REQ_MOVE } rt_req_kind_t;
+
+/* A move of the kernel's working directory (runtime_move): waiting for its
+ * moment (runtime->move), or made in place and not yet answered by the
+ * kernel (runtime->moving, with what it replaced, to put back if the
+ * kernel refuses). */
+typedef struct rt_move {
+    char *cwd, *assets_dir, *interpreter, *env_note; /* owned */
+    char **argv;                   /* owned; NULL: the kernelspec */
+    bool argv_changed;             /* moving: argv differed (PARTLY) */
+    char *old_cwd, *old_assets_dir; /* owned (moving) */
+    char **old_argv;               /* owned (moving, when argv_changed) */
+    runtime_move_fn *done;
+    void *ud;
+} rt_move_t;
 
 typedef struct rt_req {
     char msg_id[WIRE_ID_LEN + 1];
@@ -205,6 +219,15 @@ struct runtime {
     char barrier_id[WIRE_ID_LEN + 1];
     uint64_t barrier_timer;
     unsigned barrier_tries;
+    /* Where the kernel works (runtime_move.c). */
+    rt_move_t *move;               /* owned: a move waiting for its moment */
+    rt_move_t *moving;             /* owned: made in place, the kernel's answer not in yet */
+    char *next_interpreter;        /* owned: the interpreter of kernels from the next start (PARTLY) */
+    char *next_env_note;           /* owned: with it */
+    bool next_pending;             /* the two above replace interpreter and env_note at the next start */
+    bool used;                     /* user code was sent to the current kernel */
+    bool hold;                     /* runtime_hold */
+    buf_t notes;                   /* runtime_note: lines for the next run sent */
 };
 
 /* runtime_exec.c */
@@ -264,6 +287,20 @@ void rt_pending_fail(rt_pending_reset_t *p, const char *why);
 void rt_flush_pending(runtime_t *self, const char *why);
 void rt_reset(runtime_t *self, bool all, unsigned long seq, runtime_done_fn *done, void *ud);
 bool rt_wait_ready(runtime_t *self, rt_pending_reset_t *p);
+
+/* runtime_move.c */
+/* Makes the waiting move if this is its moment (see runtime_move). */
+void rt_move_try(runtime_t *self);
+/* A kernel is about to start: a waiting move is made now (its place is
+ * where the kernel starts), an interpreter waiting for this start is
+ * taken; the kernel has run nothing yet. */
+void rt_move_at_start(runtime_t *self);
+/* The kernel answered the in-place move (ok, or the error's text), or it
+ * went away before answering (gone: the next kernel starts there). */
+void rt_move_answered(runtime_t *self, bool ok, bool gone, const char *why);
+/* Writes the notes (runtime_note) at the top of ex's output. */
+void rt_move_notes(runtime_t *self, runtime_exec_t *ex);
+void rt_move_free_all(runtime_t *self);
 
 /* runtime.c */
 char *rt_lower_dup(const char *s);

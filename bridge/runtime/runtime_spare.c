@@ -109,6 +109,8 @@ bool rt_spare_swap(runtime_t *self, runtime_done_fn *done, void *ud)
 {
     if (!self->spare || !self->spare_ready || kernel_state(self->spare) != KERNEL_READY)
         return false;
+    if (self->move)
+        return false; /* the spare was started in the old place: a new kernel starts in the new one */
     rt_changed(self);
     self->ndeaths = 0;
     FREE_AND_NULL(self->restart_note); /* asked for: the restart's answer tells */
@@ -119,6 +121,7 @@ bool rt_spare_swap(runtime_t *self, runtime_done_fn *done, void *ud)
         rt_finish(self, self->current, RUNTIME_FAILED, "interrupted: the kernel was restarted");
     rt_fail_queued(self, "not run: the kernel was restarted");
     rt_drop_reqs(self, "the kernel was restarted");
+    rt_move_at_start(self); /* it has run nothing; an interpreter waiting for a restart is its */
     self->kernel = self->spare;
     self->spare = NULL;
     json_object *info = self->spare_info;

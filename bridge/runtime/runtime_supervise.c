@@ -195,6 +195,7 @@ const kernel_events_t rt_kernel_events = {
 
 void rt_start_kernel(runtime_t *self)
 {
+    rt_move_at_start(self); /* first: a waiting move decides where it starts */
     kernel_opts_t ko = {
         .spec = self->spec,
         .argv = self->argv,

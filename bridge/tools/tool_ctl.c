@@ -14,6 +14,7 @@
 #include "mem.h"
 #include "output.h"
 #include "textfmt.h"
+#include "workdir.h"
 
 #define CANCEL_GIVE_UP_MS 5000
 
@@ -225,6 +226,10 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
         buf_printf(b, "\ninterpreter: %s", st.interpreter);
     if (st.env_note)
         buf_printf(b, "\nenvironment: %s", st.env_note);
+    if (st.next_interpreter)
+        buf_printf(b, "\nafter the next restart: interpreter %s", st.next_interpreter);
+    if (ctx->workdir)
+        workdir_status_text(ctx->workdir, b);
     if (st.vars >= 0) {
         buf_puts(b, "\nvariables: ");
         buf_printf(b, "%ld", st.vars);
@@ -307,6 +312,9 @@ json_object *tool_ctl_status_json(tools_ctx_t *ctx, mcp_session_t *session)
     }
     if (st.reset_ms >= 0)
         json_object_object_add(o, "reset_pending_ms", json_object_new_int64(st.reset_ms));
+    json_object *wd = ctx->workdir ? workdir_status_json(ctx->workdir) : NULL;
+    if (wd)
+        json_object_object_add(o, "workdir", wd);
     return o;
 }
 

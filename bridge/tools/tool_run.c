@@ -15,6 +15,7 @@
 #include "termcli.h"
 #include "textfmt.h"
 #include "tool_elicit.h"
+#include "workdir.h"
 
 #define FLUSH_MS 50                /* notifications: at most one batch per stream per 50 ms */
 #define NOTIFY_MAX (64u << 10)     /* bytes of one batch; the rest is summarized */
@@ -722,6 +723,7 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         buf_free(&b);
         return;
     }
+    workdir_on_run(ctx->workdir);
     runtime_exec_t *ex = runtime_execute(ctx->rt, code, allow_input);
     runtime_exec_set_owner(ex, me);
     tool_run_follow(ctx, call, ex, wait_s);

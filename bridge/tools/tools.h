@@ -23,6 +23,7 @@ typedef struct {
     int64_t started_ms;
     struct tool_watch *watch;  /* owned: tool_watch_register .. tool_watch_destroy */
     struct tool_tail *tail;    /* owned, with watch: the recent activity (tool_tail.c) */
+    struct workdir *workdir;   /* borrowed, may be NULL: where the kernel works (workdir.h) */
 } tools_ctx_t;
 
 void tool_run_register(mcp_server_t *srv, tools_ctx_t *ctx);

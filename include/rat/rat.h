@@ -48,7 +48,8 @@ typedef struct rat_server rat_server_t;
  * are checked by rat_options_check (the command line goes through the same
  * check: rat-py builds this struct from its options). */
 typedef struct {
-    const char *cwd;               /* kernel working directory (default: the current one) */
+    const char *cwd;               /* kernel working directory (default: the MCP client's first root, else the
+                                    * current one) */
     const char *kernel;            /* kernelspec name (default: python3) */
     const char *python;            /* interpreter for the Python kernel */
     const char *venv;              /* virtual environment for the Python kernel */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 /** Throws when a sanitizer (ASan, LSan, UBSan) reported on rat-py's stderr. */
 export function checkSanitizers(stderr, who = 'rat-py') {
@@ -46,23 +46,46 @@ export function scratch() {
 }
 
 /**
+ * The client capabilities and request handlers of opts: opts.elicit, a
+ * handler for elicitation/create; opts.roots, a function returning the
+ * roots ([{uri, name?}]) each time the server asks roots/list (declares
+ * roots with listChanged; opts.rootsAsked counts the questions).
+ */
+function clientOf(name, opts) {
+  const capabilities = {};
+  if (opts.elicit) capabilities.elicitation = {};
+  if (opts.roots) capabilities.roots = { listChanged: true };
+  const client = new Client({ name, version: '1.0.0' }, { capabilities });
+  if (opts.elicit) client.setRequestHandler(ElicitRequestSchema, opts.elicit);
+  if (opts.roots) {
+    client.setRequestHandler(ListRootsRequestSchema, async () => {
+      opts.rootsAsked = (opts.rootsAsked ?? 0) + 1;
+      return { roots: await opts.roots() };
+    });
+  }
+  return client;
+}
+
+/**
  * Starts rat-py through the SDK's stdio transport and completes initialize.
- * opts.elicit: a handler for elicitation/create (declares the capability).
+ * opts.elicit, opts.roots: see clientOf. opts.cwd: the directory rat-py is
+ * started in, with no --cwd (as hosts start it); otherwise --cwd is a
+ * fresh scratch directory.
  */
 export async function connect(opts = {}) {
   const work = scratch();
-  const { command, args } = ratCommand(['--cwd', work.dir, ...(opts.args ?? [])], opts.command ?? RAT);
+  const where = opts.cwd ? [] : ['--cwd', work.dir];
+  const { command, args } = ratCommand([...where, ...(opts.args ?? [])], opts.command ?? RAT);
   const transport = new StdioClientTransport({
     command,
     args,
     env: { ...process.env, ...(opts.env ?? {}) },
     stderr: 'pipe',
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
   });
-  const capabilities = opts.elicit ? { elicitation: {} } : {};
-  const client = new Client({ name: 'rat-py-tests', version: '1.0.0' }, { capabilities });
+  const client = clientOf('rat-py-tests', opts);
   const logs = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push({ ...n.params, at: Date.now() }));
-  if (opts.elicit) client.setRequestHandler(ElicitRequestSchema, opts.elicit);
   let stderr = '';
   transport.stderr.on('data', (d) => { stderr += d; if (process.env.RAT_TEST_STDERR) process.stderr.write(d); });
   await client.connect(transport);
@@ -120,12 +143,14 @@ export async function until(fn, ms, what) {
 /**
  * A raw NDJSON client over pipes, for what the SDK hides: exact bytes,
  * protocol errors, exit timing. Every stdout line must be one JSON-RPC
- * message; anything else fails the test that reads it.
+ * message; anything else fails the test that reads it. opts.cwd: started
+ * there with no --cwd.
  */
-export function rawServer(args = [], env = {}) {
+export function rawServer(args = [], env = {}, opts = {}) {
   const work = scratch();
-  const cmd = ratCommand(['--cwd', work.dir, ...args]);
-  const child = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const cmd = ratCommand([...(opts.cwd ? [] : ['--cwd', work.dir]), ...args]);
+  const child = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'],
+    ...(opts.cwd ? { cwd: opts.cwd } : {}) });
   let buf = '';
   const lines = [];
   const waiters = [];
@@ -189,12 +214,13 @@ export function rawServer(args = [], env = {}) {
  * other rat-py the tests start) and waits for the URL it prints on stderr.
  * Returns { url, base, port, dir, proc, stderr(), stop() }; stop() sends
  * SIGTERM and fails unless rat-py exits with status 0 (under valgrind, 99
- * means it found errors or leaks).
+ * means it found errors or leaks). opts.cwd: started there with no --cwd.
  */
-export async function startHttp(args = [], env = {}) {
+export async function startHttp(args = [], env = {}, opts = {}) {
   const work = scratch();
-  const cmd = ratCommand(['--http', '--port', '0', '--cwd', work.dir, ...args]);
-  const proc = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const cmd = ratCommand(['--http', '--port', '0', ...(opts.cwd ? [] : ['--cwd', work.dir]), ...args]);
+  const proc = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    ...(opts.cwd ? { cwd: opts.cwd } : {}) });
   let stderr = '';
   let stdout = '';
   proc.stdout.on('data', (d) => { stdout += d; });
@@ -227,14 +253,12 @@ export async function startHttp(args = [], env = {}) {
   };
 }
 
-/** An SDK client over Streamable HTTP. opts: elicit handler, headers, capabilities. */
+/** An SDK client over Streamable HTTP. opts: headers; elicit, roots (see clientOf). */
 export async function connectHttp(url, opts = {}) {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: opts.headers ?? {} } });
-  const capabilities = opts.elicit ? { elicitation: {} } : {};
-  const client = new Client({ name: 'rat-py-http-tests', version: '1.0.0' }, { capabilities });
+  const client = clientOf('rat-py-http-tests', opts);
   const logs = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push({ ...n.params, at: Date.now() }));
-  if (opts.elicit) client.setRequestHandler(ElicitRequestSchema, opts.elicit);
   await client.connect(transport);
   return { client, transport, logs, async close() { await client.close().catch(() => {}); } };
 }

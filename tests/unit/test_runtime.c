@@ -731,11 +731,202 @@ static void test_slow_snapshot_keeps_success(void)
     g_language = "python";
 }
 
+
+/* ------------------------------------------------------------ moves */
+
+static char g_dir2[64];
+
+typedef struct {
+    int calls;
+    runtime_move_result_t result;
+    char why[256];
+} s_moved_t;
+
+static void s_moved(void *ud, runtime_move_result_t result, const char *why)
+{
+    s_moved_t *m = ud;
+    m->calls++;
+    m->result = result;
+    snprintf(m->why, sizeof m->why, "%s", why ? why : "");
+}
+
+static const char *s_cwd(void)
+{
+    runtime_status_t st;
+    runtime_status(g_rt, &st);
+    return st.cwd;
+}
+
+/* Where in fc's ring the newest message of msg_type containing needle
+ * went (its sequence number), or -1. */
+static long s_sent_seq(s_fake_t *fc, const char *msg_type, const char *needle)
+{
+    for (size_t k = fc->nsent; k > 0 && fc->nsent - k < MAX_SENT; k--) {
+        s_sent_t *s = &fc->sent[(k - 1) % MAX_SENT];
+        if (strcmp(s->type, msg_type) == 0 && (!needle || strstr(s->content, needle)))
+            return (long)k;
+    }
+    return -1;
+}
+
+/* Answers the silent execute whose code contains needle. */
+static void s_answer_silent(s_fake_t *fc, const char *needle, const char *status)
+{
+    s_sent_t *ex = s_last_sent(fc, "execute_request", needle);
+    CHECK(ex != NULL);
+    if (!ex)
+        return;
+    char *reply = strcmp(status, "ok") == 0
+                      ? xstrdup("{\"status\":\"ok\",\"execution_count\":1,\"user_expressions\":{}}")
+                      : xstrdup("{\"status\":\"error\",\"ename\":\"FileNotFoundError\",\"evalue\":\"gone\","
+                                "\"traceback\":[]}");
+    s_push(fc, KCHAN_SHELL, "execute_reply", ex->id, reply);
+    free(reply);
+    s_deliver(fc);
+}
+
+/* A move asked while a cell runs waits for it to end, then the kernel
+ * changes directory in place (variables kept); the note reaches the next
+ * result. A move the kernel refuses puts everything back. */
+static void test_move_waits_for_the_running_cell(void)
+{
+    static char *const argv[] = {"sleep", "600", NULL};
+    s_start_ready(false);
+    s_obs_t o;
+    s_run("import time; time.sleep(5)", &o);
+    s_moved_t mv = {0};
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = argv}, s_moved, &mv);
+    CHECK_EQ_INT(mv.calls, 0);
+    CHECK(s_last_sent(g_conns[0], "execute_request", "os.chdir") == NULL);
+    runtime_status_t st;
+    runtime_status(g_rt, &st);
+    CHECK_EQ_STR(st.move_to, g_dir2);
+    CHECK_EQ_STR(st.cwd, g_dir);
+    s_answer_run(g_conns[0], "ok", NULL);
+    CHECK_EQ_INT(o.done, 1);
+    CHECK(s_last_sent(g_conns[0], "execute_request", "os.chdir") != NULL);
+    CHECK_EQ_STR(s_cwd(), g_dir2);
+    CHECK_EQ_INT(mv.calls, 0); /* until the kernel answers */
+    s_answer_silent(g_conns[0], "os.chdir", "ok");
+    CHECK_EQ_INT(mv.calls, 1);
+    CHECK_EQ_INT(mv.result, RUNTIME_MOVE_IN_PLACE);
+    CHECK_EQ_INT(g_nconns, 1); /* the same kernel */
+    runtime_note(g_rt, "[moved]");
+    s_obs_t o2;
+    s_run("print(2)", &o2);
+    s_answer_run(g_conns[0], "ok", "2\\n");
+    CHECK(strncmp(o2.out, "[moved]\n2", 9) == 0);
+    /* Refused: the directory stays the old one. */
+    s_moved_t mv2 = {0};
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir, .argv = argv}, s_moved, &mv2);
+    s_answer_silent(g_conns[0], "os.chdir", "error");
+    CHECK_EQ_INT(mv2.calls, 1);
+    CHECK_EQ_INT(mv2.result, RUNTIME_MOVE_FAILED);
+    CHECK(strstr(mv2.why, "gone") != NULL);
+    CHECK_EQ_STR(s_cwd(), g_dir2);
+    s_stop();
+}
+
+/* A kernel that has run nothing is replaced by one started in the new
+ * place when that needs another interpreter; runs queued meanwhile go to
+ * the new one. */
+static void test_move_replaces_a_fresh_kernel(void)
+{
+    static char *const venv_argv[] = {"sleep", "601", NULL};
+    s_start_ready(false);
+    s_moved_t mv = {0};
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = venv_argv, .interpreter = "/venv/python"}, s_moved,
+                 &mv);
+    CHECK_EQ_INT(mv.calls, 1);
+    CHECK_EQ_INT(mv.result, RUNTIME_MOVE_STARTED);
+    CHECK_EQ_INT(g_nconns, 2);
+    CHECK(g_conns[0] == NULL); /* the old one is gone */
+    runtime_status_t st;
+    runtime_status(g_rt, &st);
+    CHECK_EQ_STR(st.cwd, g_dir2);
+    CHECK_EQ_STR(st.interpreter, "/venv/python");
+    s_obs_t o;
+    s_run("print(1)", &o);
+    s_handshake(g_conns[1]);
+    s_answer_run(g_conns[1], "ok", "1\\n");
+    CHECK_EQ_INT(o.outcome, RUNTIME_OK);
+    s_stop();
+}
+
+/* Held runs wait; a kernel that ran nothing moves in place as soon as it
+ * is ready, before the first run, which goes once the hold is released. */
+static void test_move_before_the_first_run(void)
+{
+    static char *const argv[] = {"sleep", "600", NULL};
+    s_start(false);
+    runtime_hold(g_rt, true);
+    s_obs_t o;
+    s_run("print(1)", &o);
+    s_moved_t mv = {0};
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = argv}, s_moved, &mv);
+    CHECK_EQ_INT(g_nconns, 1); /* booting with the same interpreter: kept */
+    s_handshake(g_conns[0]);
+    long chdir_at = s_sent_seq(g_conns[0], "execute_request", "os.chdir");
+    CHECK(chdir_at > 0);
+    CHECK(s_last_sent(g_conns[0], "execute_request", "\"store_history\":true") == NULL); /* held */
+    runtime_hold(g_rt, false);
+    s_settle();
+    CHECK(s_last_sent(g_conns[0], "execute_request", "\"store_history\":true") == NULL); /* the move first */
+    s_answer_silent(g_conns[0], "os.chdir", "ok");
+    CHECK_EQ_INT(mv.result, RUNTIME_MOVE_IN_PLACE);
+    CHECK(s_sent_seq(g_conns[0], "execute_request", "\"store_history\":true") > chdir_at);
+    s_answer_run(g_conns[0], "ok", "1\\n");
+    CHECK_EQ_INT(o.done, 1);
+    s_stop();
+}
+
+/* A used kernel whose new place needs another interpreter changes
+ * directory now and interpreter at the next restart; a move still waiting
+ * at a restart is made by it. */
+static void test_move_interpreter_at_restart(void)
+{
+    static char *const venv_argv[] = {"sleep", "601", NULL};
+    s_start_ready(false);
+    s_obs_t o;
+    s_run("x = 1", &o);
+    s_answer_run(g_conns[0], "ok", NULL);
+    s_moved_t mv = {0};
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = venv_argv, .interpreter = "/venv/python"}, s_moved,
+                 &mv);
+    s_answer_silent(g_conns[0], "os.chdir", "ok");
+    CHECK_EQ_INT(mv.result, RUNTIME_MOVE_PARTLY);
+    runtime_status_t st;
+    runtime_status(g_rt, &st);
+    CHECK_EQ_STR(st.next_interpreter, "/venv/python");
+    s_done_t d = {0};
+    runtime_restart(g_rt, s_done, &d);
+    CHECK_EQ_INT(g_nconns, 2);
+    runtime_status(g_rt, &st);
+    CHECK_EQ_STR(st.interpreter, "/venv/python");
+    CHECK(st.next_interpreter == NULL);
+    s_handshake(g_conns[1]);
+    CHECK_EQ_INT(d.calls, 1);
+    /* Busy: the move waits, and the restart makes it. */
+    s_run("import time; time.sleep(5)", &o);
+    s_moved_t mv2 = {0};
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir, .argv = venv_argv}, s_moved, &mv2);
+    CHECK_EQ_INT(mv2.calls, 0);
+    s_done_t d2 = {0};
+    runtime_restart(g_rt, s_done, &d2);
+    CHECK_EQ_INT(mv2.calls, 1);
+    CHECK_EQ_INT(mv2.result, RUNTIME_MOVE_STARTED);
+    CHECK_EQ_STR(s_cwd(), g_dir);
+    s_stop();
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     snprintf(g_dir, sizeof g_dir, "/tmp/rat-test-runtime-XXXXXX");
     if (!mkdtemp(g_dir))
+        return 2;
+    snprintf(g_dir2, sizeof g_dir2, "/tmp/rat-test-runtime2-XXXXXX");
+    if (!mkdtemp(g_dir2))
         return 2;
     g_loop = loop_new();
     RUN_CASE(test_run_ok);
@@ -752,7 +943,12 @@ int main(void)
     RUN_CASE(test_attached_restart_while_attaching);
     RUN_CASE(test_unfollowed_death_is_announced);
     RUN_CASE(test_death_then_shutdown_frees_the_kernel);
+    RUN_CASE(test_move_waits_for_the_running_cell);
+    RUN_CASE(test_move_replaces_a_fresh_kernel);
+    RUN_CASE(test_move_before_the_first_run);
+    RUN_CASE(test_move_interpreter_at_restart);
     loop_destroy(&g_loop);
     rmdir(g_dir);
+    rmdir(g_dir2);
     return check_report("unit.runtime");
 }

@@ -411,7 +411,9 @@ static enum MHD_Result s_handle_get_mcp(transport_http_t *self, struct MHD_Conne
     http_stream_t *s = http_stream_new(self, sess, c, true);
     sess->get = s;
     req->stream = s;
-    return http_attach_sse(self, s, NULL);
+    enum MHD_Result rc = http_attach_sse(self, s, NULL);
+    http_session_flush_backlog(sess);
+    return rc;
 }
 
 static enum MHD_Result s_handle_delete(transport_http_t *self, struct MHD_Connection *c)

@@ -35,6 +35,11 @@
 #define CALL_KEEPALIVE_MS 1000
 #define SWEEP_MS 60000                    /* idle session expiry check */
 #define MAX_ROUTES 8
+/* Server->client requests tied to no call wait for the session's GET
+ * stream (the SDK client opens it only after notifications/initialized,
+ * which is when roots/list is asked): at most this many, this many bytes. */
+#define BACKLOG_MAX 8
+#define BACKLOG_BYTES (64u << 10)
 
 typedef struct http_session http_session_t;
 typedef struct http_stream http_stream_t;
@@ -62,6 +67,8 @@ struct http_session {
     char id[SESSION_ID_HEX + 1];
     mcp_session_t *mcp;           /* owned */
     http_stream_t *get;              /* the open GET stream, or NULL */
+    buf_t backlog;                /* requests for the GET stream not open yet: JSON texts, NUL after each */
+    unsigned nbacklog;
     unsigned long event_id;
     int64_t last_used_ms;
     http_session_t *next;
@@ -128,6 +135,8 @@ http_session_t *http_session_find(transport_http_t *self, const char *id);
 void http_session_end(transport_http_t *self, http_session_t *sess);
 http_session_t *http_session_new(transport_http_t *self);
 http_session_t *http_session_new_stateless(transport_http_t *self);
+/* Hands the requests kept for the session's GET stream to it (just opened). */
+void http_session_flush_backlog(http_session_t *sess);
 void http_sweep(loop_t *loop, void *ud);
 void http_keepalive(loop_t *loop, void *ud);
 

@@ -109,6 +109,17 @@ static void s_mcp_send(void *transport, void *origin, const char *json, size_t l
     bool final = kind == MCP_MSG_RESPONSE;
     http_session_t *sess = transport;
     http_stream_t *s = origin ? origin : sess->get;
+    if (!s && kind == MCP_MSG_REQUEST) {
+        /* Its answer is awaited: it waits for the GET stream. */
+        if (sess->nbacklog >= BACKLOG_MAX || sess->backlog.len + len + 1 > BACKLOG_BYTES) {
+            log_warn("session %.8s: too many server requests wait for a GET stream; one dropped", sess->id);
+            return;
+        }
+        buf_append(&sess->backlog, json, len);
+        buf_putc(&sess->backlog, '\0');
+        sess->nbacklog++;
+        return;
+    }
     if (!s || s->done) {
         log_debug("session %.8s: no stream for a server message; dropped", sess->id);
         return;
@@ -129,6 +140,22 @@ static void s_mcp_send(void *transport, void *origin, const char *json, size_t l
     http_stream_wake(s);
 }
 
+
+void http_session_flush_backlog(http_session_t *sess)
+{
+    http_stream_t *s = sess->get;
+    if (!s || !sess->nbacklog)
+        return;
+    for (size_t at = 0; at < sess->backlog.len;) {
+        size_t n = strlen(sess->backlog.data + at);
+        s_stream_event(s, sess->backlog.data + at, n);
+        at += n + 1;
+    }
+    buf_free(&sess->backlog);
+    buf_init(&sess->backlog, 0);
+    sess->nbacklog = 0;
+    http_stream_wake(s);
+}
 
 http_session_t *http_session_find(transport_http_t *self, const char *id)
 {
@@ -158,6 +185,7 @@ void http_session_end(transport_http_t *self, http_session_t *sess)
     }
     mcp_session_destroy(&sess->mcp);
     log_info("session %.8s ended", sess->id);
+    buf_free(&sess->backlog);
     free(sess);
 }
 
@@ -189,6 +217,7 @@ http_session_t *http_session_new(transport_http_t *self)
     unsigned char raw[SESSION_ID_HEX / 2];
     randombytes_buf(raw, sizeof raw);
     sodium_bin2hex(sess->id, sizeof sess->id, raw, sizeof raw);
+    buf_init(&sess->backlog, 0);
     sess->mcp = mcp_session_new(self->server, s_mcp_send, sess);
     sess->last_used_ms = loop_now_ms();
     sess->next = self->sessions;
@@ -205,6 +234,7 @@ http_session_t *http_session_new_stateless(transport_http_t *self)
     http_session_t *sess = xcalloc(1, sizeof *sess);
     sess->t = self;
     snprintf(sess->id, sizeof sess->id, "stateless");
+    buf_init(&sess->backlog, 0);
     sess->mcp = mcp_session_new(self->server, s_mcp_send, sess);
     mcp_session_set_stateless(sess->mcp);
     sess->last_used_ms = loop_now_ms();
