@@ -10,6 +10,13 @@
 #ifndef RAT_WSLAY_SONAME
 #define RAT_WSLAY_SONAME "libwslay.so.1"
 #endif
+/* The Debian packages that have them (CMakeLists.txt asks dpkg at build time). */
+#ifndef RAT_CURL_PACKAGE
+#define RAT_CURL_PACKAGE "libcurl4"
+#endif
+#ifndef RAT_WSLAY_PACKAGE
+#define RAT_WSLAY_PACKAGE "libwslay1"
+#endif
 
 gw_curl_t gw_curl;
 gw_wslay_t gw_wslay;
@@ -43,7 +50,7 @@ static int s_load_curl(const char *who, char *err, size_t errlen)
 {
     if (s_curl_loaded)
         return 0;
-    void *c = s_open(RAT_CURL_SONAME, "libcurl4", who, err, errlen);
+    void *c = s_open(RAT_CURL_SONAME, RAT_CURL_PACKAGE, who, err, errlen);
     if (!c)
         return -1;
     gw_curl_t t;
@@ -83,7 +90,7 @@ int gw_dl_load(char *err, size_t errlen)
         return 0;
     if (s_load_curl("a gateway kernel", err, errlen) < 0)
         return -1;
-    void *w = s_open(RAT_WSLAY_SONAME, "libwslay1", "a gateway kernel", err, errlen);
+    void *w = s_open(RAT_WSLAY_SONAME, RAT_WSLAY_PACKAGE, "a gateway kernel", err, errlen);
     if (!w)
         return -1;
     gw_wslay_t u;

@@ -8,6 +8,10 @@
 #ifndef RAT_MHD_SONAME
 #define RAT_MHD_SONAME "libmicrohttpd.so.12"
 #endif
+/* The Debian package that has it (CMakeLists.txt asks dpkg at build time). */
+#ifndef RAT_MHD_PACKAGE
+#define RAT_MHD_PACKAGE "libmicrohttpd12"
+#endif
 
 mhd_dl_t mhd_dl;
 static void *s_handle;
@@ -34,7 +38,7 @@ int mhd_dl_load(char *err, size_t errlen)
         const char *why = dlerror();
         snprintf(err, errlen,
                  "the HTTP transport needs libmicrohttpd, which cannot be loaded (%s); install it "
-                 "(Debian/Ubuntu: apt install libmicrohttpd12)",
+                 "(Debian/Ubuntu: apt install " RAT_MHD_PACKAGE ")",
                  why ? why : RAT_MHD_SONAME);
         return -1;
     }
