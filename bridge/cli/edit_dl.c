@@ -8,6 +8,10 @@
 #ifndef RAT_EDIT_SONAME
 #define RAT_EDIT_SONAME "libedit.so.2"
 #endif
+/* The Debian package that has it (CMakeLists.txt asks dpkg at build time). */
+#ifndef RAT_EDIT_PACKAGE
+#define RAT_EDIT_PACKAGE "libedit2"
+#endif
 
 edit_dl_t edit_dl;
 static bool s_loaded;
@@ -19,7 +23,7 @@ int edit_dl_load(char *err, size_t errlen)
     void *h = dlopen(RAT_EDIT_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        snprintf(err, errlen, "line editing needs %s (%s); install it (Debian/Ubuntu: apt install libedit2)",
+        snprintf(err, errlen, "line editing needs %s (%s); install it (Debian/Ubuntu: apt install " RAT_EDIT_PACKAGE ")",
                  RAT_EDIT_SONAME, why ? why : "not found");
         return -1;
     }

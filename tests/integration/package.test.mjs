@@ -98,7 +98,7 @@ test('a program built against the installed library (pkg-config rat) serves MCP'
     const installed = execFileSync('find', [prefix, '!', '-type', 'd'], { encoding: 'utf8' }).split('\n').filter(Boolean).sort();
     const manifest = readFileSync(path.join(BUILD, 'install_manifest.txt'), 'utf8').split('\n').filter(Boolean).sort();
     assert.deepEqual(manifest, installed);
-    assert.ok(installed.includes(path.join(prefix, 'bin/rat-r')) && installed.includes(path.join(prefix, 'share/man/man1/rat-r.1')));
+    for (const f of ['bin/rat-r', 'bin/rat', 'share/man/man1/rat-r.1']) assert.ok(installed.includes(path.join(prefix, f)), f);
     const libdir = path.join(prefix, 'lib');
     assert.ok(existsSync(path.join(libdir, 'pkgconfig/rat.pc')), 'rat.pc under the prefix');
     await checkExample({ ...process.env, PKG_CONFIG_PATH: path.join(libdir, 'pkgconfig') }, libdir, prefix);
@@ -172,6 +172,8 @@ test('dpkg-buildpackage -us -uc: four packages, lintian-clean, that work unpacke
   };
   const debs = { 'rat-py': deb('rat-py'), librat0: deb('librat0'), 'librat-dev': deb('librat-dev'), 'python3-rat-py': deb('python3-rat-py', 'all') };
   const dlopen = readFileSync(path.join(src, 'debian/build/dlopen-packages'), 'utf8').trim().split(/,\s*/);
+  const dlopenCli = readFileSync(path.join(src, 'debian/build/dlopen-packages-cli'), 'utf8').trim().split(/,\s*/);
+  assert.ok(dlopenCli.some((p) => /^libedit/.test(p)), dlopenCli.join());
   const devPkgs = readFileSync(path.join(src, 'debian/build/dev-packages'), 'utf8').trim().split(/,\s*/);
   assert.ok(dlopen.some((p) => /^libmicrohttpd/.test(p)), dlopen.join());
 
@@ -180,21 +182,24 @@ test('dpkg-buildpackage -us -uc: four packages, lintian-clean, that work unpacke
     let f = fields(debs['rat-py'], 'Depends', 'Recommends', 'Suggests');
     for (const p of ['python3-ipykernel', 'libzmq5', 'libjson-c5', 'libsodium23', 'libyaml-0-2', 'libc6'])
       assert.ok(word(f.Depends, p), `rat-py Depends ${p}: ${f.Depends}`);
-    for (const p of dlopen) {
+    for (const p of [...dlopen, ...dlopenCli]) {
       assert.ok(word(f.Recommends, p), `rat-py Recommends ${p} (loaded with dlopen): ${f.Recommends}`);
       assert.ok(!word(f.Depends, p), `rat-py does not Depend on ${p}: ${f.Depends}`);
     }
     assert.ok(word(f.Suggests, 'r-cran-irkernel'));
     assert.deepEqual(contents(debs['rat-py']).filter((p) => !p.endsWith('/')).sort(), [
-      '/usr/bin/rat-js -> rat-py', '/usr/bin/rat-ju -> rat-py', '/usr/bin/rat-py', '/usr/bin/rat-r -> rat-py', '/usr/bin/rat-sh -> rat-py',
+      '/usr/bin/rat -> rat-py', '/usr/bin/rat-js -> rat-py', '/usr/bin/rat-ju -> rat-py', '/usr/bin/rat-py', '/usr/bin/rat-r -> rat-py',
+      '/usr/bin/rat-sh -> rat-py',
       '/usr/share/doc/rat-py/changelog.gz', '/usr/share/doc/rat-py/copyright',
       '/usr/share/man/man1/rat-js.1.gz -> rat-py.1.gz', '/usr/share/man/man1/rat-ju.1.gz -> rat-py.1.gz', '/usr/share/man/man1/rat-py.1.gz',
-      '/usr/share/man/man1/rat-r.1.gz -> rat-py.1.gz', '/usr/share/man/man1/rat-sh.1.gz -> rat-py.1.gz']);
+      '/usr/share/man/man1/rat-r.1.gz -> rat-py.1.gz', '/usr/share/man/man1/rat-sh.1.gz -> rat-py.1.gz',
+      '/usr/share/man/man1/rat.1.gz']);
 
     f = fields(debs.librat0, 'Depends', 'Recommends', 'Multi-Arch', 'Section');
     assert.equal(f['Multi-Arch'], 'same');
     assert.equal(f.Section, 'libs');
     for (const p of dlopen) assert.ok(word(f.Recommends, p), `librat0 Recommends ${p}: ${f.Recommends}`);
+    for (const p of dlopenCli) assert.ok(!word(f.Recommends, p), `librat0 does not load ${p}: ${f.Recommends}`);
     assert.deepEqual(contents(debs.librat0).filter((p) => /\/lib\//.test(p) && !p.endsWith('/')).sort(), [
       `/usr/lib/${triplet}/librat.so.0 -> librat.so.${version}`, `/usr/lib/${triplet}/librat.so.${version}`]);
     const control = execFileSync('dpkg-deb', ['-I', debs.librat0], { encoding: 'utf8' });
