@@ -25,18 +25,29 @@ export async function freePort() {
  */
 export async function startJupyterServer({ token, extra = [], scheme = 'http', ready } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'rat-gw-'));
-  const port = await freePort();
   // Its log goes to a file: a pipe would be inherited by its kernels and
   // keep this process waiting for them.
   const logFile = path.join(dir, 'server.log');
-  const proc = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${port}`,
-    '--ip=127.0.0.1', `--ServerApp.token=${token}`, `--ServerApp.root_dir=${dir}`, ...extra],
-  { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime') }, stdio: ['ignore', 'ignore', openSync(logFile, 'a')], detached: true });
-  proc.unref();
-  const url = `${scheme}://127.0.0.1:${port}`;
-  const answers = ready ?? (async (u) => (await fetch(`${u}/api/kernelspecs`, { headers: { Authorization: `token ${token}` } })
-    .catch(() => ({ status: 0 }))).status === 200);
-  await until(() => answers(url), 60_000, 'the Jupyter Server');
+  // A free port can be taken by another process before the server binds it;
+  // Jupyter would then move to the next port and we would wait on the wrong
+  // one. With port_retries=0 it exits instead, and we start it again on a
+  // port asked for anew.
+  let proc, port, url;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    proc = spawn('/usr/bin/python3', ['-m', 'jupyter_server', '--allow-root', '--no-browser', `--port=${port}`,
+      '--ServerApp.port_retries=0', '--ip=127.0.0.1', `--ServerApp.token=${token}`, `--ServerApp.root_dir=${dir}`, ...extra],
+    { env: { ...process.env, JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime') }, stdio: ['ignore', 'ignore', openSync(logFile, 'a')], detached: true });
+    proc.unref();
+    let exited = false;
+    proc.on('exit', () => { exited = true; });
+    url = `${scheme}://127.0.0.1:${port}`;
+    const answers = ready ?? (async (u) => (await fetch(`${u}/api/kernelspecs`, { headers: { Authorization: `token ${token}` } })
+      .catch(() => ({ status: 0 }))).status === 200);
+    await until(async () => exited || answers(url), 60_000, 'the Jupyter Server');
+    if (!exited) break;
+    if (attempt === 5) throw new Error(`the Jupyter Server exited 5 times at start; its log:\n${readFileSync(logFile, 'utf8')}`);
+  }
   return {
     url, port, dir, proc, log: () => readFileSync(logFile, 'utf8'),
     /** SIGTERM first: Jupyter Server then shuts its kernels down. */
