@@ -428,6 +428,48 @@ static enum MHD_Result s_handle_delete(transport_http_t *self, struct MHD_Connec
     return s_send_body(self, c, MHD_HTTP_OK, NULL, "", 0, NULL);
 }
 
+/* Sends what a route or handler answered (rep's body or fd is handed over). */
+static enum MHD_Result s_send_reply(transport_http_t *self, struct MHD_Connection *c, http_reply_t *rep)
+{
+    struct MHD_Response *resp;
+    if (rep->fd >= 0) {
+        /* MHD owns (and closes) the fd only once the response exists. */
+        resp = MHD_create_response_from_fd(rep->fd_size, rep->fd);
+        if (!resp)
+            close(rep->fd);
+        free(rep->body);
+    } else if (rep->body) {
+        /* Handed over, not copied: a file of the contents API may be tens
+         * of MiB. MHD frees it with free(). */
+        resp = MHD_create_response_from_buffer(rep->len, rep->body, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(rep->body);
+    } else {
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    }
+    rep->body = NULL;
+    if (!resp)
+        return MHD_NO;
+    if (rep->content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (rep->sandbox)
+        MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
+    else if (rep->csp)
+        MHD_add_response_header(resp, "Content-Security-Policy", rep->csp);
+    return http_queue(self, c, (unsigned)rep->status, resp);
+}
+
+/* Whether a route or handler left the reply as it came: "not mine". A
+ * route that left the reply alone does not know the path (/health under
+ * /healthz): it goes on, in the end to the JSON-RPC 404 of any unknown
+ * path. That reply used to go out as it stood, an empty body labelled
+ * application/json, which clients fail to parse. */
+static bool s_untouched(const http_reply_t *rep)
+{
+    return rep->status == MHD_HTTP_NOT_FOUND && !rep->body && rep->fd < 0;
+}
+
 static enum MHD_Result s_handle_route(transport_http_t *self, struct MHD_Connection *c, const char *url)
 {
     for (int i = 0; i < self->nroutes; i++) {
@@ -436,33 +478,38 @@ static enum MHD_Result s_handle_route(transport_http_t *self, struct MHD_Connect
             continue;
         http_reply_t rep = {.status = MHD_HTTP_NOT_FOUND, .content_type = "application/json", .fd = -1};
         r->fn(r->ud, url, &rep);
-        /* A route that left the reply alone does not know the path (/health
-         * under /healthz): pass it on, in the end to the JSON-RPC 404 of any
-         * unknown path. That reply used to go out as it stood, an empty body
-         * labelled application/json, which clients fail to parse. */
-        if (rep.status == MHD_HTTP_NOT_FOUND && !rep.body && rep.fd < 0)
+        if (s_untouched(&rep))
             continue;
-        struct MHD_Response *resp;
-        if (rep.fd >= 0) {
-            /* MHD owns (and closes) the fd only once the response exists. */
-            resp = MHD_create_response_from_fd(rep.fd_size, rep.fd);
-            if (!resp)
-                close(rep.fd);
-        } else {
-            resp = MHD_create_response_from_buffer(rep.len, rep.body ? rep.body : (char *)"", MHD_RESPMEM_MUST_COPY);
-        }
-        free(rep.body);
-        if (!resp)
-            return MHD_NO;
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep.content_type);
-        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-        if (rep.sandbox)
-            MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
-        else if (rep.csp)
-            MHD_add_response_header(resp, "Content-Security-Policy", rep.csp);
-        return http_queue(self, c, (unsigned)rep.status, resp);
+        return s_send_reply(self, c, &rep);
     }
     return http_error(self, c, MHD_HTTP_NOT_FOUND, -32000, "Not found");
+}
+
+/* The handler whose prefix url starts with, or -1. */
+static int s_find_handler(const transport_http_t *self, const char *url)
+{
+    for (int i = 0; i < self->nhandlers; i++)
+        if (strncmp(url, self->handlers[i].prefix, strlen(self->handlers[i].prefix)) == 0)
+            return i;
+    return -1;
+}
+
+/* A request under a handler's prefix: the handler answers it, or (not
+ * mine) a GET goes on to the GET routes. */
+static enum MHD_Result s_handle_handler(transport_http_t *self, struct MHD_Connection *c, const char *url,
+                                        const char *method, http_req_t *req)
+{
+    http_handler_t *h = &self->handlers[req->handler];
+    http_request_t rq = {.method = method, .path = url, .body = buf_str(&req->body), .len = req->body.len,
+                         .too_big = req->too_big, .conn = c};
+    http_reply_t rep = {.status = MHD_HTTP_NOT_FOUND, .content_type = "application/json", .fd = -1};
+    h->fn(h->ud, &rq, &rep);
+    s_body_drop(self, req);
+    if (!s_untouched(&rep))
+        return s_send_reply(self, c, &rep);
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return http_error(self, c, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "Method not allowed");
+    return s_handle_route(self, c, url);
 }
 
 static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connection *c, const char *url,
@@ -485,8 +532,19 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
         req->answered = true;
         return http_queue(self, c, MHD_HTTP_NO_CONTENT, r);
     }
-    if (!is_mcp)
-        return MHD_YES; /* routes answer on the final call */
+    if (!is_mcp) {
+        /* Routes answer on the final call; a handler's body has its own
+         * bound. Too large: read and discard it, then the handler says so. */
+        req->handler = s_find_handler(self, url);
+        if (req->handler >= 0) {
+            size_t max = self->handlers[req->handler].max_body;
+            req->body.max = max ? max : self->max_body;
+            const char *cl = http_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            if (cl && strtoull(cl, NULL, 10) > req->body.max)
+                req->too_big = true;
+        }
+        return MHD_YES;
+    }
     if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0) {
         struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
@@ -534,6 +592,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
     if (!req) {
         req = xcalloc(1, sizeof *req);
         buf_init(&req->body, self->max_body);
+        req->handler = -1;
         *con_cls = req;
         req->started = true;
         return s_first_call(self, c, url, method, req);
@@ -541,7 +600,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         if (!req->answered && !req->too_big && !req->busy) {
-            if (req->body.len + n > self->max_body) {
+            if (req->body.len + n > req->body.max) {
                 req->too_big = true;
                 s_body_drop(self, req);
             } else if (self->body_bytes + n > self->max_bodies) {
@@ -562,6 +621,15 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
         return MHD_YES;
     req->answered = true;
     if (strcmp(url, "/mcp") != 0) {
+        if (req->busy) {
+            struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+            if (!r)
+                return MHD_NO;
+            MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+            return http_queue(self, c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+        }
+        if (req->handler >= 0)
+            return s_handle_handler(self, c, url, method, req);
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
             return http_error(self, c, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "Method not allowed");
         return s_handle_route(self, c, url);
@@ -797,6 +865,28 @@ void transport_http_route_open(transport_http_t *self, const char *prefix, http_
     transport_http_route(self, prefix, fn, ud);
     if (self->nroutes > n)
         self->routes[n].open = true;
+}
+
+void transport_http_handler(transport_http_t *self, const char *prefix, size_t max_body, http_handler_fn *fn,
+                            void *ud)
+{
+    if (self->nhandlers >= MAX_ROUTES)
+        return;
+    http_handler_t *h = &self->handlers[self->nhandlers++];
+    snprintf(h->prefix, sizeof h->prefix, "%s", prefix);
+    h->fn = fn;
+    h->ud = ud;
+    h->max_body = max_body;
+}
+
+const char *transport_http_header(const http_request_t *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *transport_http_arg(const http_request_t *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 size_t transport_http_sessions(const transport_http_t *self)

@@ -58,6 +58,22 @@ typedef struct {
  * goes on to the next route, then to the transport's own 404. */
 typedef void (http_route_fn)(void *ud, const char *path, http_reply_t *out);
 
+struct MHD_Connection;
+/* A request to a handler (transport_http_handler): any method, with its
+ * body. Everything in it is borrowed for the handler's call only. */
+typedef struct {
+    const char *method;          /* "GET", "PUT", "POST", "PATCH", "DELETE", "HEAD" */
+    const char *path;            /* percent-decoded by libmicrohttpd */
+    const char *body;            /* NUL-terminated ("" when none) */
+    size_t len;
+    bool too_big;                /* the body was over the handler's max_body: dropped, len 0 */
+    struct MHD_Connection *conn; /* for transport_http_header / transport_http_arg */
+} http_request_t;
+
+/* Answers a request under a registered prefix, as http_route_fn does (the
+ * same "not mine" rule). Runs in the loop: it must not block for long. */
+typedef void (http_handler_fn)(void *ud, const http_request_t *req, http_reply_t *out);
+
 /* Starts listening. Returns NULL with err filled (e.g. refusing a
  * non-loopback address without a token, or a port in use). */
 transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const transport_http_opts_t *opts,
@@ -75,6 +91,16 @@ void transport_http_route(transport_http_t *self, const char *prefix, http_route
  * page's own scripts and styles, identical in every copy of rat-py): the
  * Host/Origin checks still apply. */
 void transport_http_route_open(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud);
+/* Adds a handler for every method under prefix (before the GET routes),
+ * with the same token, Host and Origin rules as a GET route (the `token`
+ * query argument included, as Jupyter's API takes it). Its request bodies
+ * may be up to max_body bytes (0: the transport's max_body), still counted
+ * in the transport's max_bodies. */
+void transport_http_handler(transport_http_t *self, const char *prefix, size_t max_body, http_handler_fn *fn,
+                            void *ud);
+/* A request header, or the value of a query argument (NULL: absent). */
+const char *transport_http_header(const http_request_t *req, const char *name);
+const char *transport_http_arg(const http_request_t *req, const char *name);
 size_t transport_http_sessions(const transport_http_t *self);
 /* Serves fd, a connected stream socket (e.g. one end of a socketpair), as a
  * client accepted on the listening socket: same limits, same handling. The

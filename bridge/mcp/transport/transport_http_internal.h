@@ -83,6 +83,7 @@ typedef struct {
     bool busy;                    /* refused: all bodies together hit max_bodies */
     http_stream_t *stream;           /* POST that became SSE, or GET stream */
     char new_sid[SESSION_ID_HEX + 1]; /* the session this initialize created, or "" */
+    int handler;                  /* index in transport->handlers, or -1 */
 } http_req_t;
 
 typedef struct {
@@ -91,6 +92,13 @@ typedef struct {
     void *ud;
     bool open;                    /* served without the token */
 } http_route_t;
+
+typedef struct {
+    char prefix[64];
+    http_handler_fn *fn;
+    void *ud;
+    size_t max_body;
+} http_handler_t;
 
 struct transport_http {
     loop_t *loop;                 /* borrowed */
@@ -112,6 +120,8 @@ struct transport_http {
     http_stream_t *streams;          /* owned list of live streams */
     http_route_t routes[MAX_ROUTES];
     int nroutes;
+    http_handler_t handlers[MAX_ROUTES];
+    int nhandlers;
 };
 
 /* transport_http.c */
