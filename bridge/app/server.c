@@ -31,6 +31,7 @@
 #include "tools.h"
 #include "transport_http.h"
 #include "page.h"
+#include "contents.h"
 #include "transport_stdio.h"
 #include "workdir.h"
 
@@ -41,6 +42,7 @@ typedef struct {
     loop_t *loop;
     runtime_t *rt;
     transport_http_t *http;
+    contents_t *contents;         /* the file API (/api/contents) over --cwd, or NULL */
     int64_t started_ms;
 } s_app_t;
 
@@ -261,7 +263,7 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
 /* --http: raises the descriptor limit, starts the daemon with its extra
  * routes and says where it listens. Returns 0, or the exit status. */
 static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mcp, assets_t *store,
-                        const server_ctl_t *ctl)
+                        const char *cwd, const server_ctl_t *ctl)
 {
     /* Many clients means many descriptors: use the hard limit, not the
      * (often 1024) soft one, so the connection limit is what bounds us. */
@@ -285,6 +287,7 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
     }
     transport_http_route(app->http, "/health", s_route_health, app);
     transport_http_route(app->http, "/assets/", s_route_assets, store);
+    app->contents = contents_new(app->http, cwd);
     page_register(app->http);
     const char *h = cfg->host ? cfg->host : "127.0.0.1";
     bool v6 = strchr(h, ':') != NULL;
@@ -390,7 +393,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     tool_assets_register(mcp, &ctx);
     tool_watch_register(mcp, &ctx);
     if (http) {
-        status = s_start_http(&app, cfg, mcp, store, ctl);
+        status = s_start_http(&app, cfg, mcp, store, cwd, ctl);
         if (status)
             goto out;
     } else {
@@ -404,11 +407,13 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         transport_stdio_flush(tr, FLUSH_MS);
     transport_stdio_destroy(&tr); /* cancels calls in flight (they release their runs) */
     transport_http_destroy(&app.http);
+    contents_destroy(&app.contents);
     tool_watch_destroy(&ctx); /* it watches the runtime: before it goes */
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
 out:
     transport_stdio_destroy(&tr);
     transport_http_destroy(&app.http);
+    contents_destroy(&app.contents);
     tool_watch_destroy(&ctx);
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
     workdir_destroy(&workdir); /* after the sessions and the runtime, which call back into it */
