@@ -240,7 +240,10 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
 {
     assets_t *store = ud;
     const char *mime = NULL;
-    char *file = assets_path(store, path + strlen("/assets/"), &mime);
+    const char *id = path + strlen("/assets/");
+    char *file = assets_path(store, id, &mime);
+    if (!file && (file = assets_output_path(store, id)) != NULL) /* a run's full output (truncated.full_output_url) */
+        mime = "text/plain; charset=utf-8";
     int fd = file ? open(file, O_RDONLY | O_CLOEXEC) : -1;
     struct stat st;
     free(file);

@@ -288,6 +288,7 @@ void mcp_call_free(mcp_call_t *call)
     }
     json_object_put(call->id);
     json_object_put(call->progress_token);
+    json_object_put(call->meta);
     json_object_put(call->client_caps);
     json_object_put(call->input_responses);
     json_object_put(call->args);
@@ -644,6 +645,13 @@ void mcp_call_notify(mcp_call_t *call, const char *method, json_object *params)
         return;
     }
     s_call_send(call, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
+}
+
+bool mcp_call_meta_true(const mcp_call_t *call, const char *key)
+{
+    json_object *v = NULL;
+    return call->meta && json_object_object_get_ex(call->meta, key, &v) && json_object_is_type(v, json_type_boolean) &&
+           json_object_get_boolean(v);
 }
 
 bool mcp_call_wants_progress(const mcp_call_t *call)

@@ -287,6 +287,9 @@ void mcp_call_text_structured(mcp_call_t *call, const char *text, bool is_error,
 void mcp_call_log(mcp_call_t *call, mcp_log_level_t level, const char *logger, const char *text, size_t len);
 /* A notification on this call's stream (params consumed). */
 void mcp_call_notify(mcp_call_t *call, const char *method, json_object *params);
+/* Whether the request's params._meta has key set to true (an extension
+ * flag a client opts into, e.g. "rat/ansi"). */
+bool mcp_call_meta_true(const mcp_call_t *call, const char *key);
 /* Whether the request carried _meta.progressToken. */
 bool mcp_call_wants_progress(const mcp_call_t *call);
 /* notifications/progress; progress must increase between calls (enforced:

@@ -90,8 +90,9 @@ static mcp_call_t *s_call_create(mcp_session_t *self, jsonrpc_msg_t *m, void *or
     call->origin = origin;
     json_object *meta = NULL, *tok = NULL;
     if (m->params && json_object_is_type(m->params, json_type_object) &&
-        json_object_object_get_ex(m->params, "_meta", &meta) && json_object_is_type(meta, json_type_object) &&
-        json_object_object_get_ex(meta, "progressToken", &tok) &&
+        json_object_object_get_ex(m->params, "_meta", &meta) && json_object_is_type(meta, json_type_object))
+        call->meta = json_object_get(meta);
+    if (call->meta && json_object_object_get_ex(meta, "progressToken", &tok) &&
         (json_object_is_type(tok, json_type_string) || json_object_is_type(tok, json_type_int)))
         call->progress_token = json_object_get(tok);
     call->next = self->calls;

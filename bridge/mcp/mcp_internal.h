@@ -102,6 +102,7 @@ struct mcp_call {
     bool origin_gone;             /* messages are dropped once the origin is gone */
     bool cancelled;               /* cancelled while no cancel fn: drop the response */
     json_object *progress_token;  /* owned reference or NULL */
+    json_object *meta;            /* owned reference to params._meta (an object) or NULL */
     double last_progress;
     bool progress_sent;
     mcp_cancel_fn *cancel_fn;

@@ -165,6 +165,28 @@ char *assets_path(const assets_t *self, const char *id, const char **mime)
     return path;
 }
 
+bool assets_output_ok(const char *name)
+{
+    if (!name || strncmp(name, "output-", 7) != 0)
+        return false;
+    for (int i = 7; i < 23; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return false;
+    return strcmp(name + 23, ".txt") == 0;
+}
+
+char *assets_output_path(const assets_t *self, const char *name)
+{
+    if (!assets_output_ok(name))
+        return NULL;
+    char *path = xasprintf("%s/%s", self->dir, name);
+    if (!fileio_is_file(path)) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
 typedef struct {
     char *name;
     off_t size;

@@ -53,6 +53,11 @@ int assets_put(assets_t *self, const char *mime, const void *data, size_t len, c
 /* Path of an existing asset for a well-formed id; NULL otherwise. Caller
  * owns the result; *mime (may be NULL) gets its MIME type. */
 char *assets_path(const assets_t *self, const char *id, const char **mime);
+/* Whether name is the name of a full-output file ("output-<16 hex>.txt"). */
+bool assets_output_ok(const char *name);
+/* Path of an existing full-output file (assets_output_ok names); NULL
+ * otherwise. Caller owns the result. */
+char *assets_output_path(const assets_t *self, const char *name);
 /* Assets (not output files), newest first. Returns the count; *out is an
  * array the caller frees. */
 size_t assets_list(const assets_t *self, assets_entry_t **out);

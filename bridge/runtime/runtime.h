@@ -86,6 +86,7 @@ typedef struct {
     long line;                 /* line in this run's code, 0 if unknown */
     const char *source;        /* that line's text, or NULL */
     json_object *traceback;    /* the kernel's frames as strings, ANSI removed (borrowed), or NULL */
+    json_object *traceback_ansi; /* the same frames with their ANSI colours (borrowed), or NULL */
 } runtime_error_t;
 
 typedef struct {

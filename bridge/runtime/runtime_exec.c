@@ -35,6 +35,7 @@ void rt_exec_free(runtime_exec_t *ex)
     output_destroy(&ex->out);
     outitems_destroy(&ex->items);
     json_object_put(ex->traceback);
+    json_object_put(ex->traceback_ansi);
     json_object_put(ex->input_header);
     free(ex->code);
     free(ex->ename);
@@ -423,6 +424,7 @@ void runtime_exec_error(const runtime_exec_t *ex, runtime_error_t *out)
     out->line = ex->line;
     out->source = ex->source;
     out->traceback = ex->traceback;
+    out->traceback_ansi = ex->traceback_ansi;
 }
 
 outitems_t *runtime_exec_items(runtime_exec_t *ex)

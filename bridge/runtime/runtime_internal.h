@@ -82,6 +82,7 @@ struct runtime_exec {
     outitems_t *items;             /* owned: the outputs as structured items */
     char *ename, *evalue, *source; /* owned */
     json_object *traceback;        /* owned: the error's frames, ANSI removed, or NULL */
+    json_object *traceback_ansi;   /* owned: the same frames as the kernel sent them (colours kept), or NULL */
     long line;
     long vars;
     long assets;                   /* rich outputs saved */

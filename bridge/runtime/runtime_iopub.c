@@ -62,10 +62,18 @@ static void s_record_error(runtime_exec_t *ex, json_object *content)
     /* The frames, cleaned, for structured results: at most TRACEBACK_MAX
      * bytes of them (the deepest frames are the ones cut). */
     json_object_put(ex->traceback);
+    json_object_put(ex->traceback_ansi);
     ex->traceback = json_object_new_array();
+    ex->traceback_ansi = json_object_new_array();
+    size_t raw = 0;
     for (size_t i = 0; i < json_object_array_length(tb); i++) {
         json_object *t = json_object_array_get_idx(tb, i);
         if (json_object_is_type(t, json_type_string)) {
+            /* As sent, for a client that shows the colours (a notebook):
+             * bounded like the cleaned frames. */
+            raw += (size_t)json_object_get_string_len(t) + 1;
+            if (raw <= TRACEBACK_MAX)
+                json_object_array_add(ex->traceback_ansi, json_object_get(t));
             size_t at = clean.len;
             output_clean_text(json_object_get_string(t), (size_t)json_object_get_string_len(t), &clean);
             if (clean.len <= TRACEBACK_MAX)

@@ -183,8 +183,8 @@ static void s_plot_lines(struct assets *store, json_object *items, buf_t *body)
     }
 }
 
-static json_object *s_structured(struct assets *store, runtime_exec_t *ex, const char *status, const char *body,
-                                 const char *footer)
+static json_object *s_structured(struct assets *store, runtime_exec_t *ex, bool ansi, const char *status,
+                                 const char *body, const char *footer)
 {
     json_object *o = json_object_new_object();
     bool success = strcmp(status, "error") != 0 && strcmp(status, "cancelled") != 0;
@@ -214,7 +214,10 @@ static json_object *s_structured(struct assets *store, runtime_exec_t *ex, const
         json_object *err = json_object_new_object();
         json_object_object_add(err, "ename", json_object_new_string(e.ename ? e.ename : ""));
         json_object_object_add(err, "evalue", json_object_new_string(e.evalue ? e.evalue : ""));
-        json_object_object_add(err, "traceback", e.traceback ? json_object_get(e.traceback) : json_object_new_array());
+        /* The frames as the kernel coloured them when the request's _meta
+         * asks ("rat/ansi": true, the notebook page does), else cleaned. */
+        json_object *tb = ansi && e.traceback_ansi ? e.traceback_ansi : e.traceback;
+        json_object_object_add(err, "traceback", tb ? json_object_get(tb) : json_object_new_array());
         if (e.line > 0 && e.source) {
             json_object_object_add(err, "line", json_object_new_int64(e.line));
             json_object_object_add(err, "source", json_object_new_string(e.source));
@@ -241,8 +244,16 @@ static json_object *s_structured(struct assets *store, runtime_exec_t *ex, const
         json_object *t = json_object_new_object();
         json_object_object_add(t, "lines", json_object_new_int64((int64_t)output_line_count(out)));
         json_object_object_add(t, "text_cut", json_object_new_boolean(output_truncated(out)));
-        if (output_spill_path(out))
+        if (output_spill_path(out)) {
             json_object_object_add(t, "full_output", json_object_new_string(output_spill_path(out)));
+            /* Over HTTP the file is also served, at /assets/output-<hex>.txt. */
+            const char *name = strrchr(output_spill_path(out), '/');
+            if (store && assets_http(store) && name && assets_output_ok(name + 1)) {
+                char *url = xasprintf("/assets%s", name);
+                json_object_object_add(t, "full_output_url", json_object_new_string(url));
+                free(url);
+            }
+        }
         else if (output_spill_error(out))
             json_object_object_add(t, "full_output_error", json_object_new_string(output_spill_error(out)));
         json_object_object_add(t, "outputs_dropped", json_object_new_int64((int64_t)dropped));
@@ -294,7 +305,8 @@ static void s_end_parts(s_follow_t *f, const char *status, buf_t *body, size_t o
                         bool is_error, bool detach, bool reset)
 {
     runtime_exec_t *ex = f->ex;
-    json_object *sc = s_structured(f->ctx->assets, ex, status, buf_str(body), buf_str(footer));
+    json_object *sc = s_structured(f->ctx->assets, ex, mcp_call_meta_true(f->call, "rat/ansi"), status, buf_str(body),
+                                   buf_str(footer));
     if (tool_run_holds(mcp_call_session(f->call))) {
         char *out = xstrndup(buf_str(body), out_len);
         tool_vscode_run_result(sc, f->ctx->assets, ex, out, buf_str(footer));
@@ -537,7 +549,7 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
 static void s_input_sent(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex)
 {
     const char *text = "✓ input sent (another call is following this run)";
-    json_object *sc = s_structured(ctx->assets, ex, "running", "", text);
+    json_object *sc = s_structured(ctx->assets, ex, false, "running", "", text);
     json_object_object_add(sc, "outputs", json_object_new_array());
     json_object_object_del(sc, "truncated");
     if (tool_run_holds(mcp_call_session(call)))
