@@ -152,6 +152,8 @@ runtime_exec_t *runtime_current(runtime_t *self);
  * answer from an owner other than owner (see runtime_exec_set_owner); NULL
  * when there is none. */
 runtime_exec_t *runtime_detached(runtime_t *self, uintptr_t owner);
+/* The same, for the run whose execution count is number (0: any). */
+runtime_exec_t *runtime_detached_number(runtime_t *self, uintptr_t owner, long number);
 /* What a cancel did to the run it was aimed at, known once that run ended. */
 typedef enum {
     RUNTIME_CANCEL_INTERRUPTED, /* it stopped on the interrupt (KeyboardInterrupt, the kernel's abort) */

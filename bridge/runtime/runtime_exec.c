@@ -326,9 +326,16 @@ runtime_exec_t *runtime_current(runtime_t *self)
 
 runtime_exec_t *runtime_detached(runtime_t *self, uintptr_t owner)
 {
+    return runtime_detached_number(self, owner, 0);
+}
+
+runtime_exec_t *runtime_detached_number(runtime_t *self, uintptr_t owner, long number)
+{
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
         if (ex->state == RUNTIME_EXEC_INPUT && ex->owner && ex->owner != owner)
             continue; /* its prompt and output are its owner's */
+        if (number > 0 && ex->number != number)
+            continue;
         if (ex->detached && !ex->claimed) {
             ex->claimed = true;
             ex->detached = false;

@@ -25,7 +25,9 @@ static const char s_schema[] =
     "status: kernel state; wait: follow a run that returned before it finished; output: the running code's "
     "output so far (empty when nothing runs).\"},"
     "\"scope\":{\"type\":\"string\",\"enum\":[\"namespace\",\"all\"],\"default\":\"namespace\",\"description\":"
-    "\"For reset: namespace (variables) or all (also history, the exec counter and saved outputs).\"}},"
+    "\"For reset: namespace (variables) or all (also history, the exec counter and saved outputs).\"},"
+    "\"exec\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"For wait: the execution count of the run to "
+    "follow (default: the first run that returned early and is waiting to be followed).\"}},"
     "\"required\":[\"op\"],\"additionalProperties\":false}";
 
 typedef struct {
@@ -435,7 +437,11 @@ static void s_ctl(mcp_call_t *call, json_object *args, void *ud)
     } else if (strcmp(op, "output") == 0) {
         s_output_reply(ctx, call);
     } else if (strcmp(op, "wait") == 0) {
-        runtime_exec_t *ex = runtime_detached(ctx->rt, (uintptr_t)mcp_session_serial(mcp_call_session(call)));
+        /* exec: that run only (a notebook reloaded while its run goes on
+         * follows its own, not another client's that waits to be collected). */
+        long want = json_object_object_get_ex(args, "exec", &v) ? (long)json_object_get_int64(v) : 0;
+        runtime_exec_t *ex = runtime_detached_number(ctx->rt, (uintptr_t)mcp_session_serial(mcp_call_session(call)),
+                                                     want);
         if (!ex) {
             runtime_exec_t *cur = runtime_current(ctx->rt);
             if (cur && runtime_exec_state(cur) == RUNTIME_EXEC_INPUT && runtime_exec_owner(cur) &&
