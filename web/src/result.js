@@ -7,7 +7,9 @@
 //          outputs: [structured output items] | null (null: keep the streamed text),
 //          items: [{kind:'text'|'image'|'html', text?, url?}] (text results only),
 //          error: string|null, footer: string, execCount: number|null,
-//          prompt: string|null, password: bool, note: string|null }
+//          prompt: string|null, password: bool, note: string|null,
+//          errorObj: {ename, evalue, traceback}|undefined (structured results),
+//          fullUrl: /assets URL of the full output of a cut run|undefined }
 
 const ASSET = /^\[(image|html): (\/assets\/[0-9a-f]+\.[a-z]+)\]$/;
 
@@ -22,14 +24,18 @@ export function fromStructured(s) {
   const m = { state, outputs: s.outputs, items: [], error: null, footer: s.footer || '', execCount: s.exec_count || null,
     prompt: null, password: false, note: null };
   if (s.input) { m.prompt = s.input.prompt; m.password = !!s.input.password; }
-  if (s.error) m.error = (s.error.traceback && s.error.traceback.length ? s.error.traceback.join('\n') : `${s.error.ename}: ${s.error.evalue}`);
+  if (s.error) {
+    m.error = (s.error.traceback && s.error.traceback.length ? s.error.traceback.join('\n') : `${s.error.ename}: ${s.error.evalue}`);
+    m.errorObj = { ename: s.error.ename, evalue: s.error.evalue, traceback: s.error.traceback || [] };
+  }
   else if (s.failure) m.error = s.failure;
   if (state === 'error' && !m.error) m.error = s.output || 'error';
   if (state === 'waiting_for_input' || state === 'running' || state === 'queued') m.footer = '';
   const t = s.truncated;
   if (t && (t.outputs_dropped || t.bytes_dropped))
     m.note = `… ${t.outputs_dropped ? `${t.outputs_dropped} outputs ` : ''}${t.bytes_dropped ? `${t.bytes_dropped} bytes ` : ''}not shown` +
-      (t.full_output ? ` (full text: ${t.full_output})` : '');
+      (t.full_output && !t.full_output_url ? ` (full text: ${t.full_output})` : '');
+  if (t && t.full_output_url) m.fullUrl = t.full_output_url;
   return m;
 }
 

@@ -53,9 +53,11 @@ export class Vars {
       list.append(li);
     }
     for (const row of rows) list.append(this.row(row.name, row, 0));
+    // Opened paths open again, at every depth, before the new tree replaces
+    // the old one: nothing collapses or flickers after a run.
+    await Promise.all([...list.querySelectorAll(':scope > li[data-path]')].filter((li) => this.open.has(li.dataset.path)).map((li) => this.expand(li)));
+    if (seq !== this.seq) return null;
     this.root.replaceChildren(list);
-    for (const li of list.querySelectorAll('li[data-path]'))
-      if (this.open.has(li.dataset.path)) this.expand(li);
     return header;
   }
 
@@ -120,6 +122,7 @@ export class Vars {
       if (!kids.length && !detail) detail = lines[0];
     }
     for (const k of kids) ul.append(this.row(k.path || childPath(path, k.name), k, li.depth + 1));
+    const again = [...ul.querySelectorAll(':scope > li[data-path]')].filter((c) => this.open.has(c.dataset.path));
     if (detail) {
       const d = document.createElement('li');
       d.className = 'detail';
@@ -128,5 +131,6 @@ export class Vars {
       ul.append(d);
     }
     li.append(ul);
+    await Promise.all(again.map((c) => this.expand(c)));
   }
 }
