@@ -63,10 +63,12 @@ RAT_RUN_PKGS=(python3-ipykernel)
 # r-cran-irkernel (R and IRkernel, which registers the `ir` kernelspec; big,
 # it pulls in R) for the R tests; chromium for the notebook page's browser
 # tests (tests/integration/page.test.mjs, driven by playwright-core) and
-# python3-nbformat to validate the notebooks it saves; debhelper and
-# dh-python, which dpkg-buildpackage needs to build the Debian packages from
-# debian/ (integration.package; by hand, `apt-get build-dep ./` installs the
-# Build-Depends), and lintian, which checks them.
+# python3-nbformat to validate the notebooks it saves; python3-nbclient to
+# make a notebook the way Jupyter executes one (notebook.test.mjs's round
+# trip, which reads the page's through python3-jupyter-server's contents
+# manager); debhelper and dh-python, which dpkg-buildpackage needs to build
+# the Debian packages from debian/ (integration.package; by hand, `apt-get
+# build-dep ./` installs the Build-Depends), and lintian, which checks them.
 RAT_TEST_PKGS=(python3-jupyter-client python3-zmq python3-numpy python3-pandas python3-matplotlib clang-14
                libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel python3-jupyter-server
-               chromium python3-nbformat debhelper dh-python lintian)
+               chromium python3-nbformat python3-nbclient debhelper dh-python lintian)

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { startHttp, connectHttp, call, ms } from './lib.mjs';
+import { startHttp, connectHttp, call, ms, until } from './lib.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOTS = path.join(process.env.RAT_BUILD_DIR || tmpdir(), 'test-output', 'notebook');
@@ -142,7 +142,7 @@ test('Enter after a popup that opened while typing makes a new line; Tab complet
   await page.keyboard.press('Tab');
   await page.locator('.cm-tooltip-autocomplete li', { hasText: 'sqrt' }).first().waitFor({ timeout: T(10000) });
   await page.keyboard.press('Tab');
-  assert.equal(await doc(c), 'math.sqrt');
+  await until(async () => (await doc(c)) === 'math.sqrt', T(3000), 'Tab, Tab completes math.sq to math.sqrt');
   // The kernel's language decides the indentation: 4 spaces for Python
   // (it was 2), and Tab at the start of a line indents.
   await page.keyboard.press('Control+a');
@@ -261,7 +261,12 @@ test('Run all stops at an error, as Jupyter does', { skip: SKIP }, async () => {
 
 test('Restart and Reset ask first (Cancel changes nothing); coloured tracebacks show their last line', { skip: SKIP }, async () => {
   await run('kept_var = 41');
-  await page.locator('#vars li[data-path="kept_var"]').waitFor({ timeout: T(20000) });
+  try {
+    await page.locator('#vars li[data-path="kept_var"]').waitFor({ timeout: T(20000) });
+  } catch (e) {
+    await shot('fail-kept-var');
+    throw e;
+  }
   await page.click('#restart');
   await page.locator('dialog.modal', { hasText: 'Restart the kernel?' }).waitFor();
   await shot('06-confirm-restart');

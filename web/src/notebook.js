@@ -644,7 +644,7 @@ export class Notebook {
       }
       mark.remove();
       cell.floor = 0;
-      if (m.note) this.link(cell, `${m.note}`, m.fullUrl ? this.hooks.assetUrl(m.fullUrl) : null, ' the full output');
+      if (m.note) this.link(cell, m.fullUrl ? `${m.note} here: ` : m.note, m.fullUrl ? this.hooks.assetUrl(m.fullUrl) : null, 'open the full output');
       if (m.execCount) { this.setCount(cell, m.execCount); cell.runExec = m.execCount; }
       for (const o of cell.outputs) if (o.output_type === 'execute_result' && o.execution_count == null && m.execCount) {
         o.execution_count = m.execCount;
