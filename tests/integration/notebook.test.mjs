@@ -60,6 +60,7 @@ async function freshCell(p = page) {
     return last;
   }
   await last.locator('.gutter').click();
+  await p.waitForFunction(() => document.body.classList.contains('command-mode'));
   await p.keyboard.press('b');
   await p.keyboard.press('Enter');
   return p.locator('.cell').nth(n);

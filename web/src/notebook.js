@@ -76,7 +76,7 @@ export class Notebook {
     el.addEventListener('mousedown', (e) => {
       if (e.target.closest('.editor, .ask, button, a, input, iframe')) return;
       if (e.shiftKey && this.active && this.active !== cell) { this.extendTo(cell); e.preventDefault(); return; }
-      setTimeout(() => this.command(cell), 0);
+      this.command(cell);
     });
     cell.mdEl.addEventListener('dblclick', () => this.edit(cell));
     const i = before ? this.cells.indexOf(before) : after ? this.cells.indexOf(after) + 1 : this.cells.length;
