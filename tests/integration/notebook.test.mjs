@@ -358,7 +358,11 @@ test('nested variables stay open after a run; a long line does not slide under t
   await run('other_var = 2');
   await page.locator('#vars li[data-path="other_var"]').waitFor({ timeout: T(20000) });
   await page.waitForTimeout(300);
-  assert.ok(await row.locator('li', { hasText: '92' }).first().isVisible(), 'the second level is still open');
+  // The second level is still open: "scores" expanded, its items listed
+  // (its own preview also reads "[90, 85, 92]": look for the rows under it).
+  const open = row.locator('li.expanded', { hasText: 'scores' }).first();
+  await open.waitFor({ timeout: T(5000) });
+  assert.ok(await open.locator(':scope > ul > li').count() >= 3, 'the list\'s items are shown');
   const gutter = await lastCell().locator('.cm-gutters').evaluate((g) => getComputedStyle(g).backgroundColor);
   assert.notEqual(gutter, 'rgba(0, 0, 0, 0)', 'an opaque gutter');
   await shot('11-nested-vars-open');
