@@ -29,17 +29,22 @@ char *fileio_read(const char *path, size_t max, size_t *len)
         errno = EFBIG;
         return NULL;
     }
-    size_t cap = (size_t)st.st_size + 1, got = 0;
+    char *data = fileio_read_fd(fd, (size_t)st.st_size, max, len);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return data;
+}
+
+char *fileio_read_fd(int fd, size_t size_hint, size_t max, size_t *len)
+{
+    /* Room for max bytes, one more (a file that grew past max shows), and
+     * the NUL: a file of exactly max bytes is read whole. */
+    size_t cap = (size_hint < max ? size_hint : max) + 2, got = 0;
     char *data = xmalloc(cap);
     for (;;) {
-        if (got + 1 >= cap) {
-            if (cap > max) {
-                free(data);
-                close(fd);
-                errno = EFBIG;
-                return NULL;
-            }
-            cap *= 2;
+        if (got + 1 == cap) {
+            cap = cap * 2 < max + 2 ? cap * 2 : max + 2;
             data = xrealloc(data, cap);
         }
         ssize_t n = read(fd, data + got, cap - got - 1);
@@ -48,19 +53,17 @@ char *fileio_read(const char *path, size_t max, size_t *len)
         if (n < 0) {
             int e = errno;
             free(data);
-            close(fd);
             errno = e;
             return NULL;
         }
         if (n == 0)
             break;
         got += (size_t)n;
-    }
-    close(fd);
-    if (got > max) {
-        free(data);
-        errno = EFBIG;
-        return NULL;
+        if (got > max) {
+            free(data);
+            errno = EFBIG;
+            return NULL;
+        }
     }
     data[got] = '\0';
     if (len)

@@ -13,6 +13,9 @@ char *fileio_read(const char *path, size_t max, size_t *len);
  * an unpredictable name in the same directory, created exclusively (never
  * through an existing file or symlink) with mode 0600, then renamed over
  * path. Returns 0 or -1 with errno set (no temporary file left). */
+/* The rest of an open descriptor (not closed), as fileio_read: at most max
+ * bytes (EFBIG past that), NUL-terminated; size_hint: the expected size. */
+char *fileio_read_fd(int fd, size_t size_hint, size_t max, size_t *len);
 int fileio_write_atomic(const char *path, const void *data, size_t len, int mode);
 bool fileio_is_file(const char *path);
 bool fileio_is_dir(const char *path);

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "mem.h"
 
 #define MAX_COMPONENTS (FSROOT_PATH_MAX / 2 + 1)
@@ -161,43 +162,11 @@ char *fsroot_read(fsroot_t *self, const char *path, int flags, size_t max, size_
         return NULL;
     }
     /* The file may grow while it is read: never past max. */
-    size_t cap = (size_t)sb.st_size + 1, got = 0;
-    char *data = xmalloc(cap + 1);
-    for (;;) {
-        if (got == cap) {
-            if (cap > max) {
-                free(data);
-                close(fd);
-                errno = EFBIG;
-                return NULL;
-            }
-            cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            data = xrealloc(data, cap + 1);
-        }
-        ssize_t n = read(fd, data + got, cap - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            e = errno;
-            free(data);
-            close(fd);
-            errno = e;
-            return NULL;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    if (got > max) {
-        free(data);
-        close(fd);
-        errno = EFBIG;
-        return NULL;
-    }
+    char *data = fileio_read_fd(fd, (size_t)sb.st_size, max, len);
+    e = errno;
     close(fd);
-    data[got] = '\0';
-    *len = got;
-    if (st)
+    errno = e;
+    if (data && st)
         *st = sb;
     return data;
 }

@@ -483,9 +483,7 @@ export class Notebook {
     // it runs, and a browser opens only six per server, so queued calls
     // could starve the Interrupt button's. rat-py runs them in this order
     // anyway.
-    const prev = this.tail;
-    let release;
-    this.tail = new Promise((r) => { release = r; });
+    const { prev, release } = this.enqueue();
     let outcome = 'ok';
     try {
       await prev;
@@ -503,11 +501,7 @@ export class Notebook {
     } finally {
       if (outcome === 'error' || outcome === 'cancelled') this.epoch++;
       release();
-      this.mine.delete(cell);
-      cell.running = false;
-      cell.el.classList.remove('running');
-      this.setCount(cell, cell.execCount);
-      this.changed();
+      this.settle(cell);
       if (outcome !== 'aborted') {
         const header = await this.hooks.afterRun(cell);
         // A server without structured results: the overview's header that
@@ -527,9 +521,7 @@ export class Notebook {
     cell.el.classList.add('running');
     this.setCount(cell, null);
     this.mine.add(cell);
-    const prev = this.tail;
-    let release;
-    this.tail = new Promise((r) => { release = r; });
+    const { prev, release } = this.enqueue();
     try {
       await prev;
       this.clearOutputs(cell);
@@ -539,13 +531,27 @@ export class Notebook {
       this.appendError(cell, String(e.message || e), false);
     } finally {
       release();
-      this.mine.delete(cell);
-      cell.running = false;
-      cell.el.classList.remove('running');
-      this.setCount(cell, cell.execCount);
-      this.changed();
+      this.settle(cell);
       this.hooks.afterRun(cell);
     }
+  }
+
+  // A place in this page's run queue: prev settles when it is this one's
+  // turn; release() lets the next one go.
+  enqueue() {
+    const prev = this.tail;
+    let release;
+    this.tail = new Promise((r) => { release = r; });
+    return { prev, release };
+  }
+
+  // A run of this page's is over (ended, failed, or not run).
+  settle(cell) {
+    this.mine.delete(cell);
+    cell.running = false;
+    cell.el.classList.remove('running');
+    this.setCount(cell, cell.execCount);
+    this.changed();
   }
 
   // --- other clients' runs (rat/event, doc/tools.md#watching) ----------------
