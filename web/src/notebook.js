@@ -630,7 +630,7 @@ export class Notebook {
         mark.remove();
         // The page before the reload still holds the run for a moment
         // (rat-py notices a closed connection at its next keepalive): ask again.
-        if (/already being followed/.test(res.text) && (cell.resumeTries = (cell.resumeTries || 0) + 1) <= 8) {
+        if (/already being followed/.test(res.text) && (cell.resumeTries = (cell.resumeTries || 0) + 1) <= 30) {
           await new Promise((r) => setTimeout(r, 500));
           continue;
         }
