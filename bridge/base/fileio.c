@@ -18,10 +18,16 @@ char *fileio_read(const char *path, size_t max, size_t *len)
     if (fd < 0)
         return NULL;
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int e = errno ? errno : EINVAL;
+    if (fstat(fd, &st) < 0) {
+        /* st says nothing after a failure: fstat's own error is the answer. */
+        int e = errno;
         close(fd);
-        errno = S_ISREG(st.st_mode) ? e : EINVAL;
+        errno = e;
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
         return NULL;
     }
     if ((size_t)st.st_size > max) {

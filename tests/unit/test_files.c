@@ -3,6 +3,7 @@
  * predictable name opened without O_EXCL, so a symlink planted in a shared
  * directory cannot redirect or expose it. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,12 +87,57 @@ static void test_write_failure_leaves_nothing(void)
     free(sub);
 }
 
+/* fstat, through the linker's --wrap (tests/CMakeLists.txt): fails with
+ * EIO when s_fail_fstat is set, leaving in *st what a failed call may leave
+ * there (here: a mode that is not a regular file's). */
+int __real_fstat(int fd, struct stat *st);
+int __wrap_fstat(int fd, struct stat *st);
+static int s_fail_fstat;
+
+int __wrap_fstat(int fd, struct stat *st)
+{
+    if (!s_fail_fstat)
+        return __real_fstat(fd, st);
+    memset(st, 0, sizeof *st);
+    st->st_mode = S_IFDIR;
+    errno = EIO;
+    return -1;
+}
+
+/* A failed fstat is reported with its own errno; st is never read after it
+ * (it used to be: the error came out as EINVAL, or from whatever st held). */
+static void test_read_reports_fstat_failure(void)
+{
+    char *path = xasprintf("%s/plain", s_dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0 && write(fd, "x\n", 2) == 2);
+    close(fd);
+    size_t len = 0;
+    char *text = fileio_read(path, 64, &len);
+    CHECK_EQ_STR(text, "x\n");
+    free(text);
+    s_fail_fstat = 1;
+    errno = 0;
+    text = fileio_read(path, 64, &len);
+    int e = errno;
+    s_fail_fstat = 0;
+    CHECK(text == NULL);
+    CHECK_EQ_INT(e, EIO);
+    /* Not a regular file: EINVAL, as before. */
+    errno = 0;
+    CHECK(fileio_read(s_dir, 64, &len) == NULL);
+    CHECK_EQ_INT(errno, EINVAL);
+    unlink(path);
+    free(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(s_dir))
         return 2;
     RUN_CASE(test_planted_symlinks_are_not_followed);
     RUN_CASE(test_write_failure_leaves_nothing);
+    RUN_CASE(test_read_reports_fstat_failure);
     char *cmd = xasprintf("rm -rf '%s'", s_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", s_dir);

@@ -799,6 +799,14 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_BIND_PORT);
     self->port = info ? info->port : o->port;
     info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!info || info->epoll_fd < 0) {
+        /* The loop polls MHD's epoll descriptor; without one nothing would
+         * ever be served (a libmicrohttpd built without epoll). */
+        snprintf(err, errlen, "libmicrohttpd gave no epoll descriptor to wait on (is it built without epoll "
+                              "support?); the HTTP transport needs one");
+        transport_http_destroy(&self);
+        return NULL;
+    }
     self->epoll_watch = loop_watch_fd(loop, info->epoll_fd, ZMQ_POLLIN, s_on_epoll, self);
     self->keepalive_timer = loop_timer(loop, CALL_KEEPALIVE_MS, http_keepalive, self);
     self->sweep_timer = loop_timer(loop, SWEEP_MS, http_sweep, self);
