@@ -210,6 +210,11 @@ static void s_on_event(void *ud, const runtime_ev_t *ev)
         w->cur_exec = runtime_exec_number(ex);
         w->cur_owner = runtime_exec_owner(ex);
     }
+    /* What rat://events reads is kept whether or not anyone listens: the
+     * run in progress is forgotten at its end (it used to be only when a
+     * subscriber was there, so a read said a finished run was running). */
+    if (ev->kind == RUNTIME_EV_END && w->cur_run == runtime_exec_id(ex))
+        w->cur_run = 0;
     if (!s_anyone(w)) {
         if (ev->kind == RUNTIME_EV_END)
             s_vars_changed(w);
@@ -259,8 +264,6 @@ static void s_on_event(void *ud, const runtime_ev_t *ev)
         s_broadcast(w, e, owner);
         s_vars_changed(w);
     }
-    if (ev->kind == RUNTIME_EV_END && w->cur_run == runtime_exec_id(ex))
-        w->cur_run = 0;
 }
 
 static void s_reply_json(mcp_call_t *call, const char *uri, json_object *doc)

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startHttp, connectHttp, call, until, ms, WRAPPED } from './lib.mjs';
+import { startHttp, connectHttp, connect, call, until, ms, WRAPPED } from './lib.mjs';
 
 let srv;
 before(async () => { srv = await startHttp(); });
@@ -196,5 +196,24 @@ test('a watcher that stops reading loses events, never server memory; the seq ga
   } finally {
     stream.destroy();
     await a.close();
+  }
+});
+
+test('rat://events with nobody subscribed: a finished run is not "running" (status says idle)', async () => {
+  const h = await connect();
+  try {
+    const read = async (uri) => JSON.parse((await h.client.readResource({ uri })).contents[0].text);
+    const r = await call(h, 'run', { code: 'x = 1' });
+    assert.equal(r.isError, false);
+    const ev = await read('rat://events');
+    assert.equal(ev.running, undefined, JSON.stringify(ev));
+    assert.equal((await read('rat://status')).state, 'idle');
+    // While a run is in progress it is named, and forgotten once it ends.
+    const pending = call(h, 'run', { code: 'import time\ntime.sleep(1)' });
+    await until(async () => (await read('rat://events')).running !== undefined, ms(10000), 'the run named');
+    await pending;
+    assert.equal((await read('rat://events')).running, undefined);
+  } finally {
+    await h.close();
   }
 });
