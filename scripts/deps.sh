@@ -20,8 +20,9 @@ rat_apt_install() {
 # What building and running rat-py needs (and node, below).
 # libedit-dev: the headers of libedit, which the `rat NAME` REPL loads at run
 # time for line editing and history (bridge/cli/edit_dl.c; not linked).
-RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libsodium-dev libjson-c-dev libyaml-dev libmicrohttpd-dev
-                libcurl4-openssl-dev libwslay-dev libedit-dev)
+# libczmq-dev: zdigest (SHA-1) checks a gateway's WebSocket upgrade (RFC 6455).
+RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libsodium-dev libjson-c-dev libyaml-dev
+                libmicrohttpd-dev libcurl4-openssl-dev libwslay-dev libedit-dev)
 
 # node and npm build the notebook page (web/: `npm ci` of its pinned packages,
 # then esbuild; without them rat-py builds without the page) and run the

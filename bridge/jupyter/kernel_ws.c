@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
+#include <czmq.h>
 #include <sodium.h>
 
 #include "buf.h"
@@ -47,6 +48,7 @@ typedef struct {
     CURL *tls;                    /* https: libcurl's connection (owns fd), else NULL */
     buf_t hs_out;                 /* the upgrade request */
     size_t hs_sent;
+    char accept[32];              /* the Sec-WebSocket-Accept its key asks for */
     buf_t in;                     /* the upgrade response; then bytes already read for wslay */
     size_t in_pos;
     wslay_event_context_ptr ctx;
@@ -334,14 +336,105 @@ static void s_opened(s_ws_t *self)
         s_pump(self);
 }
 
-/* The status line and headers of the upgrade response are in self->in. */
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 4.2.2): the
+ * Base64 of SHA-1(key + the protocol's GUID). */
+static void s_accept_for(const char *key64, char out[32])
+{
+    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    zdigest_t *d = zdigest_new();
+    zdigest_update(d, (const byte *)key64, strlen(key64));
+    zdigest_update(d, (const byte *)guid, sizeof guid - 1);
+    sodium_bin2base64(out, 32, zdigest_data(d), zdigest_size(d), sodium_base64_VARIANT_ORIGINAL);
+    zdigest_destroy(&d);
+}
+
+/* The value of header `name` in the response head (status line, header
+ * lines, the empty line), trimmed, into out; false when absent, repeated,
+ * or too long for out. Names compare case-insensitively (RFC 9110 5.1). */
+static bool s_header(const char *head, size_t len, const char *name, char *out, size_t cap)
+{
+    size_t nl = strlen(name);
+    bool found = false;
+    const char *p = memchr(head, '\n', len), *end = head + len;
+    while (p && ++p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol)
+            break;
+        if ((size_t)(eol - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+            const char *v = p + nl + 1, *ve = eol;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            if (found || (size_t)(ve - v) >= cap)
+                return false;
+            memcpy(out, v, (size_t)(ve - v));
+            out[ve - v] = '\0';
+            found = true;
+        }
+        p = eol;
+    }
+    return found;
+}
+
+/* Whether the comma-separated list holds token (case-insensitive). */
+static bool s_has_token(const char *list, const char *token)
+{
+    size_t tl = strlen(token);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+            t--;
+        if ((size_t)(t - p) == tl && strncasecmp(p, token, tl) == 0)
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* A 101 that is a WebSocket upgrade as RFC 6455 4.1 asks of a client:
+ * Upgrade: websocket, Connection: Upgrade, the Sec-WebSocket-Accept our key
+ * asks for, and no extension or subprotocol we did not offer. NULL, or why
+ * not (a static sentence). */
+static const char *s_upgrade_problem(const s_ws_t *self, const char *head, size_t len)
+{
+    char v[256];
+    if (!s_header(head, len, "Upgrade", v, sizeof v) || strcasecmp(v, "websocket") != 0)
+        return "the 101 response does not say Upgrade: websocket";
+    if (!s_header(head, len, "Connection", v, sizeof v) || !s_has_token(v, "upgrade"))
+        return "the 101 response does not say Connection: Upgrade";
+    if (!s_header(head, len, "Sec-WebSocket-Accept", v, sizeof v) || strcmp(v, self->accept) != 0)
+        return "the 101 response's Sec-WebSocket-Accept does not answer our key (a proxy that is not a WebSocket "
+               "proxy?)";
+    if (s_header(head, len, "Sec-WebSocket-Extensions", v, sizeof v) && v[0])
+        return "the 101 response names a WebSocket extension rat-py did not offer";
+    if (s_header(head, len, "Sec-WebSocket-Protocol", v, sizeof v) && v[0])
+        return "the 101 response names a WebSocket subprotocol rat-py did not offer";
+    return NULL;
+}
+
+/* The upgrade response's head is the first hdr_len bytes of self->in; what
+ * follows it was read with it and belongs to the WebSocket stream. */
 static void s_handshake_response(s_ws_t *self, size_t hdr_len)
 {
     int status = 0;
-    if (sscanf(self->in.data, "HTTP/1.%*d %d", &status) != 1)
+    char line[64];
+    size_t n = hdr_len < sizeof line - 1 ? hdr_len : sizeof line - 1;
+    memcpy(line, self->in.data, n);
+    line[n] = '\0';
+    if (sscanf(line, "HTTP/1.%*d %d", &status) != 1)
         status = 0;
     if (status == 101) {
-        /* The rest belongs to the WebSocket stream. */
+        const char *bad = s_upgrade_problem(self, self->in.data, hdr_len);
+        if (bad) {
+            s_drop(self, bad);
+            return;
+        }
         self->in_pos = hdr_len;
         s_opened(self);
         return;
@@ -392,15 +485,22 @@ static void s_on_io(loop_t *loop, void *ud, int revents)
                 s_drop(self, r == 0 ? "the server closed the connection during the upgrade" : strerror(errno));
                 return;
             }
+            /* The end of the head may straddle two reads: look from 3
+             * bytes before the new ones. An offset, never a pointer kept
+             * across a call that may move the buffer (a pointer into it
+             * taken before a reallocation lost the frames read with the 101,
+             * or handed wslay the middle of one). */
+            size_t from = self->in.len > 3 ? self->in.len - 3 : 0;
             buf_append(&self->in, tmp, (size_t)r);
-            const char *end = memmem(self->in.data, self->in.len, "\r\n\r\n", 4);
-            if (end) {
-                buf_putc(&self->in, '\0'); /* for sscanf; wslay stops before it (in.len is restored) */
-                self->in.len--;
+            const char *end = memmem(self->in.data + from, self->in.len - from, "\r\n\r\n", 4);
+            /* The head must end within WS_MAX_RESPONSE bytes, however the
+             * reads cut it (a head found in a long read is not let through
+             * where one cut shorter would be refused). */
+            if (end && (size_t)(end - self->in.data) + 4 <= WS_MAX_RESPONSE) {
                 s_handshake_response(self, (size_t)(end - self->in.data) + 4);
                 return;
             }
-            if (self->in.len > WS_MAX_RESPONSE) {
+            if (end || self->in.len > WS_MAX_RESPONSE) {
                 s_drop(self, "the upgrade response is too long");
                 return;
             }
@@ -427,6 +527,7 @@ static void s_request(s_ws_t *self)
     char key64[32];
     randombytes_buf(key, sizeof key);
     sodium_bin2base64(key64, sizeof key64, key, sizeof key, sodium_base64_VARIANT_ORIGINAL);
+    s_accept_for(key64, self->accept);
     const char *host = gateway_host(self->gw);
     bool v6 = strchr(host, ':') != NULL;
     buf_printf(&self->hs_out,

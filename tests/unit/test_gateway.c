@@ -8,10 +8,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <czmq.h>
 #include <sodium.h>
 
 #include "buf.h"
@@ -276,6 +278,7 @@ typedef struct {
     int msgs, up, lost, ok, gone;
     char last_type[64];
     kchan_t last_ch;
+    char ids[1024];               /* the msg_ids received, in order, each followed by ',' */
 } s_seen_t;
 
 static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
@@ -284,6 +287,8 @@ static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
     s->msgs++;
     s->last_ch = ch;
     snprintf(s->last_type, sizeof s->last_type, "%s", m->msg_type);
+    size_t n = strlen(s->ids);
+    snprintf(s->ids + n, sizeof s->ids - n, "%s,", m->msg_id);
 }
 
 static void s_on_event(void *ud, kconn_event_t ev)
@@ -317,6 +322,10 @@ static int s_accept(s_peer_t *p, buf_t *req)
     }
     if (fd < 0)
         return -1;
+    /* Each write goes at once: Nagle would hold a second piece for the
+     * first one's (delayed) ACK, 40 ms per split. */
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     buf_reset(req);
     for (int i = 0; i < 600; i++) {
         char tmp[4096];
@@ -362,8 +371,42 @@ static void s_frame(int fd, int opcode, const char *payload, size_t len)
     s_send_all(fd, payload, len);
 }
 
-static const char s_101[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                            "Sec-WebSocket-Accept: x\r\n\r\n";
+/* The Sec-WebSocket-Accept the request in req asks for (RFC 6455 4.2.2),
+ * computed here independently of kernel_ws. */
+static void s_accept_of(const buf_t *req, char out[32])
+{
+    out[0] = '\0';
+    const char *k = memmem(req->data, req->len, "\r\nSec-WebSocket-Key: ", 21);
+    if (!k)
+        return;
+    k += 21;
+    const char *e = memmem(k, req->len - (size_t)(k - req->data), "\r\n", 2);
+    if (!e)
+        return;
+    zdigest_t *d = zdigest_new();
+    zdigest_update(d, (const byte *)k, (size_t)(e - k));
+    zdigest_update(d, (const byte *)"258EAFA5-E914-47DA-95CA-C5AB0DC85B11", 36);
+    sodium_bin2base64(out, 32, zdigest_data(d), zdigest_size(d), sodium_base64_VARIANT_ORIGINAL);
+    zdigest_destroy(&d);
+}
+
+/* A 101 that answers req; head_extra goes among its headers. */
+static void s_make_101(const buf_t *req, const char *reason, const char *head_extra, buf_t *out)
+{
+    char acc[32];
+    s_accept_of(req, acc);
+    buf_printf(out, "HTTP/1.1 101 %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n",
+               reason, acc, head_extra ? head_extra : "");
+}
+
+static void s_send_101(int fd, const buf_t *req)
+{
+    buf_t b;
+    buf_init(&b, 0);
+    s_make_101(req, "Switching Protocols", NULL, &b);
+    s_send_all(fd, b.data, b.len);
+    buf_free(&b);
+}
 
 static void s_check_ws_peer(void)
 {
@@ -398,7 +441,7 @@ static void s_check_ws_peer(void)
      * belong to the WebSocket. */
     static const char good[] = "{\"header\":{\"msg_id\":\"m1\",\"msg_type\":\"status\"},\"parent_header\":{},"
                                "\"metadata\":{},\"content\":{\"execution_state\":\"idle\"},\"channel\":\"iopub\"}";
-    s_send_all(fd, s_101, strlen(s_101));
+    s_send_101(fd, &req);
     s_frame(fd, 1, good, strlen(good));
     s_pump(p.loop, 100);
     CHECK_EQ_INT(seen.up, 1);
@@ -455,7 +498,7 @@ static void s_check_ws_peer(void)
     CHECK_EQ_INT(seen.lost, 1);
     CHECK_EQ_INT(seen.msgs, 1);
     close(fd);
-    s_send_all(fd2, s_101, strlen(s_101));
+    s_send_101(fd2, &req);
     s_pump(p.loop, 50);
     CHECK_EQ_INT(seen.ok, 1);
     CHECK_EQ_INT(seen.up, 2);
@@ -468,7 +511,7 @@ static void s_check_ws_peer(void)
     CHECK_EQ_INT(seen.lost, 2);
     close(fd2);
     /* A close frame from the server: reconnect again. */
-    s_send_all(fd3, s_101, strlen(s_101));
+    s_send_101(fd3, &req);
     s_pump(p.loop, 50);
     CHECK_EQ_INT(seen.up, 3);
     s_frame(fd3, 8, "\x03\xe8", 2);
@@ -507,6 +550,266 @@ static void s_check_ws_peer(void)
     close(fd5);
     kernel_conn_destroy(&c);
     buf_free(&req);
+    gateway_destroy(&gw);
+    close(p.lfd);
+    loop_destroy(&p.loop);
+}
+
+static int s_listener(int *port);
+
+/* An unmasked server frame, appended to out (16-bit lengths at most). */
+static void s_frame_buf(buf_t *out, int opcode, const char *payload, size_t len)
+{
+    buf_putc(out, (char)(0x80 | opcode));
+    if (len < 126) {
+        buf_putc(out, (char)len);
+    } else {
+        buf_putc(out, (char)126);
+        buf_putc(out, (char)(len >> 8));
+        buf_putc(out, (char)len);
+    }
+    buf_append(out, payload, len);
+}
+
+/* One Jupyter message as Jupyter Server sends it on the WebSocket, with
+ * `pad` extra bytes in its content (to reach an exact stream length). */
+static void s_jmsg(buf_t *out, const char *id, const char *type, const char *chan, const char *content, size_t pad)
+{
+    buf_t m;
+    buf_init(&m, 0);
+    buf_printf(&m,
+               "{\"header\": {\"msg_id\": \"%s\", \"msg_type\": \"%s\", \"username\": \"u\", \"session\": "
+               "\"9a0c1f2e-77b1\", \"date\": \"2025-01-01T00:00:00.000000Z\", \"version\": \"5.3\"}, "
+               "\"msg_id\": \"%s\", \"msg_type\": \"%s\", \"parent_header\": {\"msg_id\": \"p1\", "
+               "\"msg_type\": \"execute_request\"}, \"metadata\": {}, \"content\": {%s, \"pad\": \"",
+               id, type, id, type, content);
+    for (size_t i = 0; i < pad; i++)
+        buf_putc(&m, 'x');
+    buf_printf(&m, "\"}, \"buffers\": [], \"channel\": \"%s\"}", chan);
+    s_frame_buf(out, 1, m.data, m.len);
+    buf_free(&m);
+}
+
+/* A small idle status "t1" as one frame, with pad bytes in its content. */
+static void s_jmin(buf_t *out, size_t pad)
+{
+    buf_t m;
+    buf_init(&m, 0);
+    buf_puts(&m, "{\"header\":{\"msg_id\":\"t1\",\"msg_type\":\"status\"},\"parent_header\":{},\"content\":"
+                 "{\"execution_state\":\"idle\",\"pad\":\"");
+    for (size_t i = 0; i < pad; i++)
+        buf_putc(&m, 'x');
+    buf_puts(&m, "\"},\"channel\":\"iopub\"}");
+    s_frame_buf(out, 1, m.data, m.len);
+    buf_free(&m);
+}
+
+/* What a Jupyter Server replays right after the 101 when rat-py reconnects
+ * with its session: a run's busy status, its input, output (one message
+ * over 125 bytes, one over 1 KiB), its reply and the idle status; nine
+ * messages, ~4.6 KiB: more than the 4 KiB whose every split is tried. */
+static const char *const s_replay_ids = "r1,r2,r3,r4,r5,r6,r7,r8,r9,";
+static void s_replay(buf_t *out)
+{
+    s_jmsg(out, "r1", "status", "iopub", "\"execution_state\": \"busy\"", 0);
+    s_jmsg(out, "r2", "execute_input", "iopub", "\"code\": \"for i in range(3): print(i)\", \"execution_count\": 7", 0);
+    s_jmsg(out, "r3", "stream", "iopub", "\"name\": \"stdout\", \"text\": \"0\\n1\\n2\\n\"", 0);
+    s_jmsg(out, "r4", "stream", "iopub", "\"name\": \"stdout\", \"text\": \"more\\n\"", 1200);
+    s_jmsg(out, "r5", "stream", "iopub", "\"name\": \"stderr\", \"text\": \"warn\\n\"", 300);
+    s_jmsg(out, "r6", "display_data", "iopub", "\"data\": {\"text/plain\": \"<Figure>\"}, \"transient\": {}", 1000);
+    s_jmsg(out, "r7", "execute_result", "iopub", "\"data\": {\"text/plain\": \"42\"}, \"execution_count\": 7", 400);
+    s_jmsg(out, "r8", "execute_reply", "shell", "\"status\": \"ok\", \"execution_count\": 7, \"payload\": []", 0);
+    s_jmsg(out, "r9", "status", "iopub", "\"execution_state\": \"idle\"", 0);
+}
+
+/* Runs the loop until seen has n messages (or a drop), at most ~2 s. */
+static void s_pump_msgs(loop_t *loop, s_seen_t *seen, int n)
+{
+    for (int i = 0; i < 400 && seen->msgs < n && !seen->lost; i++)
+        loop_run_once(loop, 5);
+}
+
+/* One connection: the upgrade answered with head, then the replayed
+ * frames, the whole stream cut after `cut` bytes (0: one write). Checks
+ * every message arrived, in order, on a link that stayed up. */
+static bool s_one_split(s_peer_t *p, gateway_t *gw, size_t cut, const char *reason, size_t pad_to)
+{
+    s_seen_t seen = {0};
+    char err[256];
+    kernel_conn_t *c = kernel_ws_new(p->loop, gw, "kid-s", s_on_msg, s_on_event, &seen, err, sizeof err);
+    buf_t req, stream;
+    buf_init(&req, 0);
+    buf_init(&stream, 0);
+    int fd = s_accept(p, &req);
+    bool ok = fd >= 0;
+    const char *want = s_replay_ids;
+    if (ok) {
+        s_make_101(&req, reason, NULL, &stream);
+        if (pad_to) {
+            /* One message, padded so the whole stream is pad_to bytes. */
+            size_t head = stream.len;
+            buf_t probe;
+            buf_init(&probe, 0);
+            s_jmin(&probe, 0);
+            size_t base = probe.len, pad = pad_to > head + base ? pad_to - head - base : 0;
+            if (base < 128 && base + pad >= 128)
+                pad -= 2; /* the 16-bit length takes two more bytes */
+            s_jmin(&stream, pad);
+            buf_free(&probe);
+            want = "t1,";
+        } else {
+            s_replay(&stream);
+        }
+        if (pad_to && stream.len != pad_to) {
+            fprintf(stderr, "stream of %zu bytes, not %zu\n", stream.len, pad_to);
+            ok = false;
+        }
+        if (cut && cut < stream.len) {
+            s_send_all(fd, stream.data, cut);
+            loop_run_once(p->loop, 50); /* kernel_ws reads the first part alone */
+            s_send_all(fd, stream.data + cut, stream.len - cut);
+        } else {
+            s_send_all(fd, stream.data, stream.len);
+        }
+        int n = 0;
+        for (const char *q = want; *q; q++)
+            n += *q == ',';
+        s_pump_msgs(p->loop, &seen, n);
+        if (strcmp(seen.ids, want) != 0 || seen.up != 1 || seen.lost != 0) {
+            fprintf(stderr, "cut at %zu of %zu: got ids '%s' (want '%s'), up %d, lost %d\n", cut, stream.len, seen.ids,
+                    want, seen.up, seen.lost);
+            ok = false;
+        }
+        close(fd);
+    }
+    kernel_conn_destroy(&c);
+    buf_free(&req);
+    buf_free(&stream);
+    return ok;
+}
+
+/* The frames that come with the 101 in the same read (Jupyter Server
+ * replays a reconnecting session's messages right after it) are never lost
+ * nor cut, however the bytes are split across reads: every cut in the
+ * first 4 KiB of a recorded stream, and streams of 2^k - 1 bytes in one
+ * read (the sizes at which the head used to be measured against a buffer
+ * that had just moved). */
+static void s_check_ws_splits(void)
+{
+    s_peer_t p = {.loop = loop_new()};
+    p.lfd = s_listener(&p.port);
+    char url[64], err[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", p.port);
+    gateway_opts_t go = {.url = url};
+    gateway_t *gw = gateway_new(p.loop, &go, err, sizeof err);
+    CHECK(gw != NULL);
+    int bad = 0;
+    for (size_t cut = 0; cut <= 4096 && bad < 5; cut++)
+        bad += !s_one_split(&p, gw, cut, "Switching Protocols", 0);
+    CHECK_EQ_INT(bad, 0);
+    static const size_t totals[] = {255, 511, 1023, 2047, 4095, 8191};
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
+        CHECK(s_one_split(&p, gw, 0, "", totals[i])); /* an empty reason phrase: room for 255 */
+    /* 127 bytes: a short head (an empty reason phrase is allowed) and a PING
+     * the client must answer with a PONG of the same payload. */
+    s_seen_t seen = {0};
+    kernel_conn_t *c = kernel_ws_new(p.loop, gw, "kid-p", s_on_msg, s_on_event, &seen, err, sizeof err);
+    buf_t req, stream;
+    buf_init(&req, 0);
+    buf_init(&stream, 0);
+    int fd = s_accept(&p, &req);
+    CHECK(fd >= 0);
+    s_make_101(&req, "", NULL, &stream);
+    char ping[126];
+    size_t plen = 127 - stream.len - 2;
+    CHECK(plen <= 125);
+    memset(ping, 'p', plen);
+    s_frame_buf(&stream, 9, ping, plen);
+    CHECK_EQ_INT(stream.len, 127);
+    s_send_all(fd, stream.data, stream.len);
+    for (int i = 0; i < 40 && !seen.up; i++)
+        loop_run_once(p.loop, 5);
+    s_pump(p.loop, 30);
+    unsigned char fr[256];
+    ssize_t got = recv(fd, fr, sizeof fr, MSG_DONTWAIT);
+    CHECK(got == (ssize_t)(6 + plen) && fr[0] == 0x8a && fr[1] == (0x80 | plen));
+    CHECK_EQ_INT(seen.up, 1);
+    CHECK_EQ_INT(seen.lost, 0);
+    close(fd);
+    kernel_conn_destroy(&c);
+    buf_free(&req);
+    buf_free(&stream);
+    gateway_destroy(&gw);
+    close(p.lfd);
+    loop_destroy(&p.loop);
+}
+
+/* RFC 6455 4.1: a client fails the connection unless the 101 says Upgrade:
+ * websocket and Connection: Upgrade, and answers its key in
+ * Sec-WebSocket-Accept; an extension or subprotocol it did not offer fails
+ * it too. Such a 101 is an attempt that failed (tried again), never an open
+ * link. Header names and the tokens are case-insensitive. */
+static void s_check_ws_handshake_rules(void)
+{
+    s_peer_t p = {.loop = loop_new()};
+    p.lfd = s_listener(&p.port);
+    char url[64], err[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", p.port);
+    gateway_opts_t go = {.url = url};
+    gateway_t *gw = gateway_new(p.loop, &go, err, sizeof err);
+    CHECK(gw != NULL);
+    static const struct {
+        const char *head; /* "%s": the right accept */
+        bool ok;
+    } cases[] = {
+        {"HTTP/1.1 101 Switching Protocols\r\nupgrade: WebSocket\r\nCONNECTION: keep-alive, Upgrade\r\n"
+         "sec-websocket-accept: %s\r\nServer: TornadoServer/6.2\r\n\r\n", true},
+        {"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", false},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+         false},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: %s\r\n\r\n", false},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+         "Sec-WebSocket-Accept: x%s\r\n\r\n", false},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n%s", false},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+         "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n", false},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+         "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: v1.kernel.websocket.jupyter.org\r\n\r\n", false},
+        {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+         "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Accept: %s\r\n\r\n", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s_seen_t seen = {0};
+        kernel_conn_t *c = kernel_ws_new(p.loop, gw, "kid-h", s_on_msg, s_on_event, &seen, err, sizeof err);
+        buf_t req, head;
+        buf_init(&req, 0);
+        buf_init(&head, 0);
+        int fd = s_accept(&p, &req);
+        CHECK(fd >= 0);
+        char acc[32];
+        s_accept_of(&req, acc);
+        buf_printf(&head, cases[i].head, acc, acc);
+        /* Split inside the final CRLF CRLF: the end of the head is found
+         * across two reads. */
+        s_send_all(fd, head.data, head.len - 2);
+        loop_run_once(p.loop, 20);
+        s_send_all(fd, head.data + head.len - 2, 2);
+        s_pump(p.loop, 30);
+        if (seen.up != (cases[i].ok ? 1 : 0))
+            fprintf(stderr, "case %zu: up %d\n", i, seen.up);
+        CHECK_EQ_INT(seen.up, cases[i].ok ? 1 : 0);
+        CHECK_EQ_INT(seen.gone, 0);
+        if (!cases[i].ok) {
+            int again = s_accept(&p, &req); /* failed, so tried again */
+            CHECK(again >= 0);
+            if (again >= 0)
+                close(again);
+        }
+        close(fd);
+        kernel_conn_destroy(&c);
+        buf_free(&req);
+        buf_free(&head);
+    }
     gateway_destroy(&gw);
     close(p.lfd);
     loop_destroy(&p.loop);
@@ -572,7 +875,7 @@ static void s_check_ws_queue_bounds(void)
     buf_init(&req, 0);
     int fd = s_accept(&p, &req);
     CHECK(fd >= 0);
-    s_send_all(fd, s_101, strlen(s_101));
+    s_send_101(fd, &req);
     s_pump(p.loop, 50);
     CHECK_EQ_INT(seen.up, 1);
     close(fd);
@@ -655,6 +958,8 @@ int main(void)
     RUN_CASE(s_check_json_messages);
     RUN_CASE(s_check_json_texts);
     RUN_CASE(s_check_ws_peer);
+    RUN_CASE(s_check_ws_handshake_rules);
+    RUN_CASE(s_check_ws_splits);
     RUN_CASE(s_check_ws_queue_bounds);
     RUN_CASE(s_check_request_ud);
     return check_report("test_gateway");
