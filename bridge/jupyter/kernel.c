@@ -33,6 +33,12 @@
 #define HB_DEAD_MS 10000
 #define PORT_RETRIES 3
 #define GW_POLL_MS 5000
+/* An interrupt is complete once the kernel answered interrupt_request on
+ * control, or the gateway answered its POST; after these it is taken as
+ * done regardless (a kernel that never answers one, a gateway that hangs),
+ * so nothing that waits for it waits forever. */
+#define INTERRUPT_REPLY_MS 5000
+#define GW_INTERRUPT_TIMEOUT_MS 10000
 #define LOG_TRIM_BYTES (16L << 20)
 
 struct kernel {
@@ -84,6 +90,12 @@ struct kernel {
     gateway_req_t *gw_check;      /* the GET /api/kernels/{id} in flight */
     uint64_t gw_poll_timer;
     gateway_req_t *gw_restart;    /* the POST /api/kernels/{id}/restart in flight */
+    /* An interrupt that has not completed yet (kernel_interrupt_pending):
+     * the gateway's POST in flight, or an interrupt_request on control whose
+     * reply has not come; interrupt_timer bounds the wait for that reply. */
+    gateway_req_t *gw_interrupt;
+    char interrupt_id[WIRE_ID_LEN + 1];
+    uint64_t interrupt_timer;
 };
 
 static int s_launch(kernel_t *self, char *err, size_t errlen);
@@ -275,11 +287,40 @@ static void s_become_ready(kernel_t *self)
         self->ev.on_ready(self->ud, self, self->info);
 }
 
+/* The pending interrupt completed (or its wait ended): tell the owner.
+ * Called from the loop only (a reply, a request's end, a timer). */
+static void s_interrupt_done(kernel_t *self, const char *how)
+{
+    loop_timer_cancel(self->loop, self->interrupt_timer);
+    self->interrupt_timer = 0;
+    self->interrupt_id[0] = '\0';
+    log_debug("interrupt %s", how);
+    if (self->ev.on_interrupted && self->state != KERNEL_DEAD) {
+        s_enter(self);
+        self->ev.on_interrupted(self->ud, self);
+        s_leave(self);
+    }
+}
+
+static void s_interrupt_timeout(loop_t *loop, void *ud)
+{
+    kernel_t *self = ud;
+    self->interrupt_timer = 0;
+    log_info("the kernel did not answer interrupt_request within %d s; going on", INTERRUPT_REPLY_MS / 1000);
+    s_interrupt_done(self, "unanswered");
+}
+
 static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
 {
     kernel_t *self = ud;
     if (self->doomed)
         return;
+    if (ch == KCHAN_CONTROL && self->interrupt_id[0] && m->parent_id && strcmp(m->parent_id, self->interrupt_id) == 0 &&
+        strcmp(m->msg_type, "interrupt_reply") == 0) {
+        s_interrupt_done(self, "answered");
+        if (self->doomed)
+            return;
+    }
     const char *session = m->session;
     if (self->state == KERNEL_STARTING && self->stale_session && session && strcmp(session, self->stale_session) == 0)
         return; /* the kernel before the restart, still answering */
@@ -701,17 +742,21 @@ static int s_gw_start(kernel_t *self, const kernel_opts_t *o, char *err, size_t 
     return 0;
 }
 
-static void s_gw_action_done(void *ud, long status, const char *body, size_t len, const char *err)
+/* The gateway answered the interrupt's POST (or it failed): the interrupt
+ * went as far as it will. Failures are logged; their effect, or its
+ * absence, is seen on the channels (cancel has its own bounds). */
+static void s_gw_interrupted(void *ud, long status, const char *body, size_t len, const char *err)
 {
-    char *what = ud;
+    kernel_t *self = ud;
+    self->gw_interrupt = NULL;
     if (err)
-        log_warn("%s: %s", what, err);
+        log_warn("the gateway's interrupt of kernel %s: %s", self->remote_id, err);
     else if (status < 200 || status > 299) {
-        char *e = gateway_http_error(NULL, what, status, body);
+        char *e = gateway_http_error(NULL, "the gateway's interrupt of the kernel", status, body);
         log_warn("%s", e);
         free(e);
     }
-    free(what);
+    s_interrupt_done(self, "done by the gateway");
 }
 
 /* A restart the gateway refused or could not do ends the wait for the new
@@ -727,26 +772,19 @@ static void s_gw_restarted(void *ud, long status, const char *body, size_t len, 
     free(what);
 }
 
-/* POST /api/kernels/{id}/ACTION; failures are logged (their effect, or its
- * absence, is seen on the channels: cancel and restart have their own
- * bounds). Not tracked (the kernel may go first): the request owns `what`,
- * freed by s_gw_action_done, or by the gateway if it cancels the request
- * (gateway_destroy with it in flight). */
-static int s_gw_action(kernel_t *self, const char *action)
+/* POST /api/kernels/{id}/interrupt, tracked: the interrupt is pending
+ * until the gateway answers. One at a time: while one is in flight, asking
+ * again adds nothing (it has not landed yet either). */
+static int s_gw_interrupt(kernel_t *self)
 {
     if (!self->remote_id)
         return -1;
-    char *path = xasprintf("/api/kernels/%s/%s", self->remote_id, action);
-    char *what = xasprintf("the gateway's %s of kernel %s", action, self->remote_id);
-    gateway_req_t *r = gateway_request(self->gw, "POST", path, "{}", GATEWAY_REQUEST_TIMEOUT_MS, s_gw_action_done,
-                                       what);
+    if (self->gw_interrupt)
+        return 0;
+    char *path = xasprintf("/api/kernels/%s/interrupt", self->remote_id);
+    self->gw_interrupt = gateway_request(self->gw, "POST", path, "{}", GW_INTERRUPT_TIMEOUT_MS, s_gw_interrupted, self);
     free(path);
-    if (!r) {
-        free(what);
-        return -1;
-    }
-    gateway_request_free_ud(r, free);
-    return 0;
+    return self->gw_interrupt ? 0 : -1;
 }
 
 kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const kernel_events_t *ev, void *ud,
@@ -859,6 +897,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->trim_timer);
     loop_timer_cancel(self->loop, self->hb_dead_timer);
     loop_timer_cancel(self->loop, self->gw_poll_timer);
+    loop_timer_cancel(self->loop, self->interrupt_timer);
     if (self->proc && !kernel_proc_exited(self->proc) && self->conn && grace_ms > 0 &&
         self->state == KERNEL_READY) {
         /* Ask politely first: ipykernel then cleans up its own children.
@@ -886,6 +925,7 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         gateway_cancel(self->gw, &self->gw_req);
         gateway_cancel(self->gw, &self->gw_check);
         gateway_cancel(self->gw, &self->gw_restart);
+        gateway_cancel(self->gw, &self->gw_interrupt);
         if (self->remote_owned && self->remote_id) {
             /* Blocking but bounded: a kernel left on the gateway costs its
              * owner a pod until the culler finds it. 404: already gone. */
@@ -934,9 +974,19 @@ int kernel_interrupt(kernel_t *self)
     if (self->state == KERNEL_DEAD)
         return -1;
     if (self->gw)
-        return s_gw_action(self, "interrupt");
-    if (self->interrupt_message || !self->proc)
-        return kernel_send(self, KCHAN_CONTROL, "interrupt_request", NULL, NULL, NULL);
+        return s_gw_interrupt(self);
+    if (self->interrupt_message || !self->proc) {
+        /* Pending until its interrupt_reply (the kernel signals itself,
+         * then answers, from its control thread). A newer request replaces
+         * the one waited for. */
+        if (kernel_send(self, KCHAN_CONTROL, "interrupt_request", NULL, NULL, self->interrupt_id) < 0) {
+            self->interrupt_id[0] = '\0';
+            return -1;
+        }
+        loop_timer_cancel(self->loop, self->interrupt_timer);
+        self->interrupt_timer = loop_timer(self->loop, INTERRUPT_REPLY_MS, s_interrupt_timeout, self);
+        return 0;
+    }
     if (kernel_proc_signal(self->proc, SIGINT) < 0)
         return -1;
     if (kernel_proc_is_stopped(self->proc)) {
@@ -947,6 +997,11 @@ int kernel_interrupt(kernel_t *self)
         kernel_proc_signal(self->proc, SIGCONT);
     }
     return 0;
+}
+
+bool kernel_interrupt_pending(const kernel_t *self)
+{
+    return self->gw_interrupt != NULL || self->interrupt_id[0] != '\0';
 }
 
 int kernel_restart_attached(kernel_t *self)

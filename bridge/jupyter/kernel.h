@@ -40,6 +40,10 @@ typedef struct {
     void (*on_dead)(void *ud, kernel_t *k, const char *why);
     /* Heartbeat state changed (informational for owned kernels). */
     void (*on_heartbeat)(void *ud, kernel_t *k, bool ok);
+    /* The interrupt kernel_interrupt left pending (kernel_interrupt_pending)
+     * completed: the kernel answered interrupt_request, or the gateway its
+     * POST, or the bounded wait for them ended. May be NULL. */
+    void (*on_interrupted)(void *ud, kernel_t *k);
 } kernel_events_t;
 
 typedef struct {
@@ -81,10 +85,17 @@ int kernel_send(kernel_t *self, kchan_t ch, const char *msg_type, const char *co
                 char id_out[WIRE_ID_LEN + 1]);
 /* Interrupts the running code: SIGINT to the process group, or
  * interrupt_request on control when the spec says interrupt_mode=message or
- * the kernel is attached. An owned kernel that is stopped (SIGSTOP) is then
- * continued, so it takes the interrupt instead of holding it pending. Returns
- * 0, or -1 when it cannot be interrupted. */
+ * the kernel is attached, or POST /api/kernels/{id}/interrupt on a gateway.
+ * An owned kernel that is stopped (SIGSTOP) is then continued, so it takes
+ * the interrupt instead of holding it pending. A signal is sent when this
+ * returns; the other two complete later: kernel_interrupt_pending says so
+ * until on_interrupted (at most 5 s for the kernel's interrupt_reply, 10 s
+ * for the gateway's answer). Returns 0, or -1 when it cannot be
+ * interrupted. */
 int kernel_interrupt(kernel_t *self);
+/* An interrupt was asked for and has not completed yet (see above): what
+ * must come after it (the runtime's barrier) waits for on_interrupted. */
+bool kernel_interrupt_pending(const kernel_t *self);
 /* A gateway kernel is restarted through the REST API (POST
  * /api/kernels/{id}/restart), then handled as below (a new session).
  * Restarts an attached kernel the only way a non-owner can: asks it to shut

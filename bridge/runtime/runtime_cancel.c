@@ -71,15 +71,27 @@ static void s_barrier_retry(loop_t *loop, void *ud)
  * signal. */
 void rt_barrier_answered(runtime_t *self)
 {
-    if (!self->barrier_id[0])
+    if (!self->barrier_id[0] || self->barrier_wait_interrupt)
         return;
     rt_barrier_drop(self);
     rt_pump(self);
 }
 
+/* The kernel's pending interrupt completed: the barrier it held back goes
+ * now. */
+void rt_interrupt_done(runtime_t *self)
+{
+    if (!self->barrier_wait_interrupt)
+        return;
+    self->barrier_wait_interrupt = false;
+    self->barrier_tries = 0;
+    s_barrier_send(self);
+}
+
 /* The kernel is gone or replaced: nothing to wait for. */
 void rt_barrier_drop(runtime_t *self)
 {
+    self->barrier_wait_interrupt = false;
     self->barrier_id[0] = '\0';
     loop_timer_cancel(self->loop, self->barrier_timer);
     self->barrier_timer = 0;
@@ -94,7 +106,15 @@ void rt_cancel_settle(runtime_t *self, runtime_exec_t *ex)
     runtime_cancel_verdict_t v = s_verdict(ex);
     if (ex->interrupt_us && v == RUNTIME_CANCEL_ENDED && self->kstate == ST_READY) {
         self->barrier_tries = 0;
-        s_barrier_send(self);
+        /* The barrier must follow the interrupt's completion: a signal is
+         * sent by now, but a gateway's POST or an interrupt_request may still
+         * be on its way while a barrier on the open shell channel is
+         * answered first, and then the next run (any session's) would take
+         * the interrupt. */
+        if (self->kernel && kernel_interrupt_pending(self->kernel))
+            self->barrier_wait_interrupt = true;
+        else
+            s_barrier_send(self);
     }
     if (ex->cancellers && v != RUNTIME_CANCEL_ENDED && ex->detached && !ex->claimed)
         ex->detached = false; /* its end is reported by the cancel: ctl wait has nothing left to give */

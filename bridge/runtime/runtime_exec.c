@@ -279,7 +279,8 @@ void rt_pump(runtime_t *self)
     }
     /* A move in place is answered before the next run goes: the run and
      * its result see the new directory, and the note that says so. */
-    if (self->kstate != ST_READY || self->current || self->barrier_id[0] || self->hold || self->moving)
+    if (self->kstate != ST_READY || self->current || self->barrier_id[0] || self->barrier_wait_interrupt ||
+        self->hold || self->moving)
         return;
     for (runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
         if (ex->state == RUNTIME_EXEC_QUEUED) {

@@ -220,6 +220,11 @@ struct runtime {
     char barrier_id[WIRE_ID_LEN + 1];
     uint64_t barrier_timer;
     unsigned barrier_tries;
+    /* The barrier is owed but the interrupt itself has not completed (a
+     * gateway's POST in flight, an interrupt_request not yet answered): it
+     * is sent on the kernel's on_interrupted, and the queue waits meanwhile.
+     * A barrier answered before the interrupt took effect proves nothing. */
+    bool barrier_wait_interrupt;
     /* Where the kernel works (runtime_move.c). */
     rt_move_t *move;               /* owned: a move waiting for its moment */
     rt_move_t *moving;             /* owned: made in place, the kernel's answer not in yet */
@@ -266,6 +271,7 @@ void rt_helper_run_snapshot(runtime_t *self, runtime_exec_t *ex, bool have_snaps
 /* runtime_cancel.c */
 void rt_barrier_answered(runtime_t *self);
 void rt_barrier_drop(runtime_t *self);
+void rt_interrupt_done(runtime_t *self);
 void rt_cancel_settle(runtime_t *self, runtime_exec_t *ex);
 void rt_watch(runtime_exec_t *ex, int64_t ms);
 void rt_probe_answered(runtime_t *self, runtime_exec_t *ex);

@@ -7,6 +7,7 @@
 static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m);
 static void s_on_dead(void *ud, kernel_t *k, const char *why);
 static void s_on_heartbeat(void *ud, kernel_t *k, bool ok);
+static void s_on_interrupted(void *ud, kernel_t *k);
 
 void rt_on_ready(void *ud, kernel_t *k, json_object *info)
 {
@@ -186,11 +187,19 @@ static void s_on_heartbeat(void *ud, kernel_t *k, bool ok)
     (void)ok;
 }
 
+static void s_on_interrupted(void *ud, kernel_t *k)
+{
+    runtime_t *self = ud;
+    if (k == self->kernel)
+        rt_interrupt_done(self);
+}
+
 const kernel_events_t rt_kernel_events = {
     .on_ready = rt_on_ready,
     .on_msg = s_on_msg,
     .on_dead = s_on_dead,
     .on_heartbeat = s_on_heartbeat,
+    .on_interrupted = s_on_interrupted,
 };
 
 void rt_start_kernel(runtime_t *self)

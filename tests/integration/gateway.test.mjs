@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -218,6 +219,78 @@ async function proxy(port) {
     close() { this.cut(); srv.close(); },
   };
 }
+
+/**
+ * An HTTP proxy to the server that holds every POST .../interrupt for
+ * delayMs before passing it on (a slow gateway, or one far away); the
+ * kernel's WebSocket goes straight through.
+ */
+async function delayingProxy(port, delayMs) {
+  const socks = new Set();
+  const srv = http.createServer((req, res) => {
+    const fwd = () => {
+      const u = http.request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode, r.headers);
+        r.pipe(res);
+      });
+      u.on('error', () => res.destroy());
+      req.pipe(u);
+    };
+    if (req.method === 'POST' && /\/interrupt$/.test(req.url)) {
+      p.interrupts.push(Date.now());
+      setTimeout(fwd, delayMs);
+    } else {
+      fwd();
+    }
+  });
+  srv.on('connection', (c) => { socks.add(c); c.on('close', () => socks.delete(c)); });
+  srv.on('upgrade', (req, sock, head) => {
+    const u = net.connect(port, '127.0.0.1', () => {
+      let text = `${req.method} ${req.url} HTTP/1.1\r\n`;
+      for (let i = 0; i < req.rawHeaders.length; i += 2) text += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;
+      u.write(text + '\r\n');
+      u.write(head);
+      u.pipe(sock);
+      sock.pipe(u);
+    });
+    socks.add(u);
+    const end = () => { u.destroy(); sock.destroy(); };
+    u.on('error', end); sock.on('error', end); u.on('close', end); sock.on('close', end);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const p = {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    interrupts: [],
+    close() { for (const c of socks) c.destroy(); srv.close(); },
+  };
+  return p;
+}
+
+test('an interrupt the gateway answers late never lands in the next run (it waits for the interrupt, then the barrier)', async () => {
+  const p = await delayingProxy(server.port, ms(3000));
+  const h = await connect({ args: ['--gateway', p.url, '--gateway-token', TOKEN] });
+  try {
+    await run(h, 'pass');
+    // A sleeps 2 s; cancelled at 0.5 s, its interrupt reaches the kernel
+    // only at ~3.5 s: A ends on its own first.
+    let r = await run(h, 'import time\ntime.sleep(2)\nprint("a done")', { wait: 0.5 });
+    assert.match(r.text, /⏳ running/);
+    r = await ctl(h, 'cancel');
+    assert.match(r.text, /^NOT CANCELLED: exec #\d+ ended on its own/);
+    assert.equal(p.interrupts.length, 1, 'the interrupt went to the gateway');
+    // B, right after: it must not start before the interrupt has landed.
+    const t0 = Date.now();
+    r = await run(h, 'import time\ntime.sleep(3)\nprint("b ok")');
+    assert.equal(r.isError, false, r.text);
+    assert.match(r.text, /^b ok\n\n✓ /);
+    assert.ok(Date.now() - p.interrupts[0] >= ms(3000) + 3000, 'B ran after the interrupt was delivered');
+    assert.match((await run(h, 'print("after")')).text, /^after\n/);
+    console.log(`# B waited ${Date.now() - t0 - 3000} ms for the interrupt and the barrier`);
+  } finally {
+    await h.close();
+    p.close();
+  }
+});
 
 test('the WebSocket dropped mid-run: rat-py reconnects and the result is not lost', async () => {
   const p = await proxy(server.port);

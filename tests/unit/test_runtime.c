@@ -663,6 +663,115 @@ static void test_attached_restart_while_attaching(void)
     unlink(file);
 }
 
+/* Attaches the runtime to a fake kernel through a connection file (an
+ * attached kernel is interrupted with interrupt_request on control). */
+static s_fake_t *s_start_attached(char *file, size_t filelen)
+{
+    snprintf(file, filelen, "%s/kernel-attached-i.json", g_dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return NULL;
+    fputs("{\"shell_port\": 50001, \"iopub_port\": 50002, \"stdin_port\": 50003, \"control_port\": 50004, "
+          "\"hb_port\": 50005, \"ip\": \"127.0.0.1\", \"key\": \"k\", \"transport\": \"tcp\", "
+          "\"signature_scheme\": \"hmac-sha256\"}",
+          f);
+    fclose(f);
+    runtime_opts_t o = {
+        .existing = file,
+        .runtime_dir = g_dir,
+        .assets_dir = g_dir,
+        .boot_timeout_ms = 30000,
+        .connect = s_fake_new,
+    };
+    char err[256] = "";
+    memset(g_conns, 0, sizeof g_conns);
+    g_nconns = 0;
+    g_rt = runtime_new(g_loop, NULL, &o, err, sizeof err);
+    CHECK(g_rt != NULL);
+    if (!g_rt)
+        return NULL;
+    s_handshake(g_conns[0]);
+    CHECK_EQ_STR(s_state(), "idle");
+    return g_conns[0];
+}
+
+/* Answers, as a kernel would at once, every kernel_info_request fc received
+ * since *seen (an index into its ring). */
+static void s_answer_infos(s_fake_t *fc, size_t *seen)
+{
+    for (; *seen < fc->nsent; (*seen)++) {
+        s_sent_t *m = &fc->sent[*seen % MAX_SENT];
+        if (strcmp(m->type, "kernel_info_request") == 0)
+            s_push(fc, KCHAN_SHELL, "kernel_info_reply", m->id, "{\"status\":\"ok\"}");
+    }
+    s_deliver(fc);
+}
+
+/* Issue 30, item 5: a run that ends on its own after its interrupt was asked
+ * for, on a kernel interrupted by message (interrupt_request on control,
+ * answered from another thread than shell's): the next run waits until the
+ * interrupt completed (its interrupt_reply) and only then for the barrier,
+ * though the kernel answers every shell request at once. Before, the
+ * barrier went out at once, its reply let the next run start, and the
+ * interrupt landed in it. */
+static void test_interrupt_message_completes_before_the_barrier(void)
+{
+    char file[128];
+    s_fake_t *fc = s_start_attached(file, sizeof file);
+    if (!fc)
+        return;
+    s_obs_t a, b;
+    s_run("import time; time.sleep(1)", &a);
+    s_sent_t *ea = s_last_sent(fc, "execute_request", "time.sleep");
+    CHECK(ea != NULL);
+    if (!ea)
+        return;
+    char id_a[WIRE_ID_LEN + 1];
+    memcpy(id_a, ea->id, sizeof id_a);
+    s_push(fc, KCHAN_IOPUB, "status", id_a, "{\"execution_state\":\"busy\"}");
+    s_push(fc, KCHAN_IOPUB, "execute_input", id_a, "{\"execution_count\":1,\"code\":\"\"}");
+    s_deliver(fc);
+    s_run("print('next')", &b);
+    CHECK_EQ_INT(runtime_cancel(g_rt, a.ex), 0);
+    s_sent_t *ir = s_last_sent(fc, "interrupt_request", NULL);
+    CHECK(ir != NULL);
+    if (!ir)
+        return;
+    CHECK_EQ_INT(ir->ch, KCHAN_CONTROL);
+    char id_ir[WIRE_ID_LEN + 1];
+    memcpy(id_ir, ir->id, sizeof id_ir);
+    size_t seen = fc->nsent;
+    /* The run ends on its own; the interrupt has not been answered. */
+    s_push(fc, KCHAN_IOPUB, "status", id_a, "{\"execution_state\":\"idle\"}");
+    s_push(fc, KCHAN_SHELL, "execute_reply", id_a, "{\"status\":\"ok\",\"execution_count\":1,\"user_expressions\":{}}");
+    s_deliver(fc);
+    CHECK_EQ_INT(a.done, 1);
+    CHECK_EQ_INT(a.outcome, RUNTIME_OK);
+    for (int i = 0; i < 20; i++) {
+        s_answer_infos(fc, &seen);
+        s_settle();
+    }
+    CHECK(s_last_sent(fc, "execute_request", "print('next')") == NULL);
+    CHECK_EQ_INT(b.done, 0);
+    /* The interrupt completes: now the barrier, then the next run. */
+    s_push(fc, KCHAN_CONTROL, "interrupt_reply", id_ir, "{\"status\":\"ok\"}");
+    s_deliver(fc);
+    s_settle();
+    CHECK(s_last_sent(fc, "execute_request", "print('next')") == NULL); /* the barrier first */
+    s_answer_infos(fc, &seen);
+    s_settle();
+    s_sent_t *eb = s_last_sent(fc, "execute_request", "print('next')");
+    CHECK(eb != NULL);
+    if (eb)
+        s_answer_run(fc, "ok", "next\\n");
+    CHECK_EQ_INT(b.done, 1);
+    CHECK_EQ_INT(b.outcome, RUNTIME_OK);
+    runtime_destroy(&g_rt, 0);
+    s_settle();
+    unlink(file);
+}
+
 /* Issue 11 item 11: a kernel that dies when nobody follows a run (idle, or
  * a run whose caller has gone, as xeus-python exiting on an interrupt) is
  * restarted by itself; the next result says so, once. */
@@ -941,6 +1050,7 @@ int main(void)
     RUN_CASE(test_reset_during_restart);
     RUN_CASE(test_restart_does_not_wait_for_the_old_process);
     RUN_CASE(test_attached_restart_while_attaching);
+    RUN_CASE(test_interrupt_message_completes_before_the_barrier);
     RUN_CASE(test_unfollowed_death_is_announced);
     RUN_CASE(test_death_then_shutdown_frees_the_kernel);
     RUN_CASE(test_move_waits_for_the_running_cell);
