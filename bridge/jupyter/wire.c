@@ -692,6 +692,8 @@ wire_err_t wire_from_json_text(const char *text, size_t len, char channel[WIRE_C
     channel[0] = '\0';
     if (len > WIRE_MAX_FRAME)
         return WIRE_ERR_SIZE;
+    if (!text || !len) /* an empty frame (wslay hands it over as NULL): no pointer arithmetic on NULL */
+        return WIRE_ERR_JSON;
     s_tok_t tok = S_TOK(JSON_TOKENER_DEFAULT_DEPTH);
     const char *cs = NULL, *ce = NULL;
     json_object *shell = NULL, *content = NULL;

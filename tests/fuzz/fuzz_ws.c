@@ -19,16 +19,21 @@
  * were cut across reads (the same messages, in the same order, the same
  * link events): frames read with the 101 used to be lost when the head
  * ended where the buffer had just grown; ASan/UBSan and no leaks across
- * inputs. Each peer socket is closed with a reset after the input, so
- * neither side collects TIME_WAIT sockets while fuzzing. */
+ * inputs. Before a piece follows, and before the peer closes, kernel_ws
+ * has read everything sent so far (its socket's own counters say so), so
+ * the machine's load cannot make the two plays differ. Each peer socket is
+ * closed with a reset after the input, so neither side collects TIME_WAIT
+ * sockets while fuzzing. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received (glibc's lacks it) */
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <czmq.h>
@@ -130,11 +135,43 @@ static bool s_write(int fd, const char *p, size_t len)
     return len == 0;
 }
 
-/* Runs the loop until nothing happens for a few turns. */
-static void s_settle(void)
+/* kernel_ws's end of the connection whose other end is peer: the socket
+ * of this process whose address is peer's remote one; -1 when there is
+ * none (kernel_ws closed it). */
+static int s_client_end(int peer, int hint)
 {
-    for (int i = 0; i < 4; i++)
-        loop_run_once(s_loop, 2);
+    struct sockaddr_in pa, a;
+    socklen_t l = sizeof pa;
+    if (getpeername(peer, (struct sockaddr *)&pa, &l) < 0)
+        return -1;
+    for (int fd = hint >= 0 ? hint : 3; fd < 4096; fd = hint >= 0 ? 4096 : fd + 1) {
+        socklen_t al = sizeof a;
+        if (fd != peer && getsockname(fd, (struct sockaddr *)&a, &al) == 0 && a.sin_family == AF_INET &&
+            a.sin_port == pa.sin_port && a.sin_addr.s_addr == pa.sin_addr.s_addr)
+            return fd;
+    }
+    return -1;
+}
+
+/* Runs the loop until kernel_ws has read all `written` bytes the peer sent
+ * (its socket received them and holds none unread) or has closed the
+ * connection. Cut or not, it has then seen the same bytes: the outcomes are
+ * comparable whatever the machine's load did to the timing. */
+static void s_wait_read(int peer, int cfd, uint64_t written)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (s_client_end(peer, cfd) < 0)
+            return;
+        struct tcp_info ti;
+        socklen_t tl = sizeof ti;
+        int inq = 0;
+        memset(&ti, 0, sizeof ti);
+        if (getsockopt(cfd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0 || ioctl(cfd, SIOCINQ, &inq) < 0)
+            return;
+        if (ti.tcpi_bytes_received >= written && inq == 0)
+            return;
+        loop_run_once(s_loop, 1);
+    }
 }
 
 static void s_accept_of(const char *req, size_t len, char out[32])
@@ -199,18 +236,19 @@ static bool s_play(const uint8_t *raw, size_t len, const size_t *cuts, size_t nc
             }
         }
         *had_accept = acc[0] && memmem(st.data, st.len, acc, strlen(acc)) != NULL;
+        int cfd = s_client_end(fd, -1);
         size_t from = 0;
         bool ok = true;
         for (size_t k = 0; k < np && ok; k++) {
             if (piece_end[k] > from) {
                 ok = s_write(fd, st.data + from, piece_end[k] - from);
                 from = piece_end[k];
-                s_settle();
+                s_wait_read(fd, cfd, from);
             }
         }
-        if (ok && st.len > from)
-            s_write(fd, st.data + from, st.len - from);
-        s_settle();
+        if (ok && st.len > from && s_write(fd, st.data + from, st.len - from))
+            from = st.len;
+        s_wait_read(fd, cfd, from);
         buf_free(&st);
     }
     if (fd >= 0)
