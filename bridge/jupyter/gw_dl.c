@@ -99,7 +99,9 @@ int gw_dl_load(char *err, size_t errlen)
               W(recv, "wslay_event_recv") && W(send, "wslay_event_send") && W(queue_msg, "wslay_event_queue_msg") &&
               W(queue_close, "wslay_event_queue_close") && W(want_read, "wslay_event_want_read") &&
               W(want_write, "wslay_event_want_write") && W(set_error, "wslay_event_set_error") &&
-              W(set_max_recv_msg_length, "wslay_event_config_set_max_recv_msg_length");
+              W(set_max_recv_msg_length, "wslay_event_config_set_max_recv_msg_length") &&
+              W(queued_count, "wslay_event_get_queued_msg_count") &&
+              W(queued_length, "wslay_event_get_queued_msg_length");
 #undef W
     if (!ok) {
         dlclose(w);

@@ -49,6 +49,8 @@ typedef struct {
     int (*want_write)(wslay_event_context_ptr);
     void (*set_error)(wslay_event_context_ptr, int);
     void (*set_max_recv_msg_length)(wslay_event_context_ptr, uint64_t);
+    size_t (*queued_count)(wslay_event_context_ptr);  /* messages queued to send, PONGs included */
+    size_t (*queued_length)(wslay_event_context_ptr); /* their payload bytes */
 } gw_wslay_t;
 
 /* The tables; valid once gw_dl_load() returned 0. */

@@ -25,7 +25,7 @@
 #define WS_MAX_RESPONSE 16384     /* upgrade response headers */
 #define WS_RETRY_FIRST_MS 100
 #define WS_RETRY_MAX_MS 2000
-#define WS_QUEUE_MAX 4096         /* messages kept while disconnected */
+#define WS_QUEUE_MAX 4096         /* messages kept to send: while disconnected, and in wslay's queue */
 /* Bytes kept while disconnected. The count alone would allow 4096 messages
  * as big as a request body (4 MiB of code, TOOLS_MAX_CODE, before JSON
  * escaping): ~16 GiB. 64 MiB is thousands of ordinary requests (hundreds of
@@ -63,6 +63,11 @@ typedef struct {
     int64_t hb_sent_us, last_rx_us;
     bool hb_ok;
     long hb_rtt_us;
+    /* wslay answers every PING with a PONG it queues; a peer that floods
+     * PINGs and never reads would grow that queue without end. Past
+     * WS_QUEUE_MAX queued messages the connection is dropped (and made
+     * again). */
+    bool flooded;
     char *error;                  /* why KCONN_GONE */
     bool ever_open;
     kconn_stats_t stats;
@@ -87,6 +92,7 @@ static void s_close_socket(s_ws_t *self)
         close(self->fd);
     self->tls = NULL;
     self->fd = -1;
+    self->flooded = false;
     if (self->ctx)
         gw_wslay.context_free(self->ctx);
     self->ctx = NULL;
@@ -181,6 +187,11 @@ static ssize_t s_io_send(s_ws_t *self, const void *buf, size_t len, bool more)
 static ssize_t s_wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *ud)
 {
     s_ws_t *self = ud;
+    if (self->flooded) {
+        /* Stop reading: s_pump drops the connection and says why. */
+        gw_wslay.set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+    }
     if (self->in_pos < self->in.len) {
         size_t n = self->in.len - self->in_pos;
         if (n > len)
@@ -270,6 +281,8 @@ static void s_wslay_msg(wslay_event_context_ptr ctx, const struct wslay_event_on
         }
     } else if (arg->opcode == WSLAY_BINARY_FRAME) {
         self->stats.dropped++; /* only the v1 subprotocol sends these, and we do not ask for it */
+    } else if (arg->opcode == WSLAY_PING && gw_wslay.queued_count(ctx) > WS_QUEUE_MAX) {
+        self->flooded = true; /* its PONG is queued already */
     }
 }
 
@@ -293,6 +306,14 @@ static int s_queue_frame(s_ws_t *self, const char *text, size_t len)
 static void s_pump(s_ws_t *self)
 {
     if (gw_wslay.recv(self->ctx) != 0) {
+        if (self->flooded) {
+            char why[160];
+            snprintf(why, sizeof why, "the server sends PINGs and does not read the PONGs (%zu messages waiting, at "
+                                      "most %d)",
+                     gw_wslay.queued_count(self->ctx), WS_QUEUE_MAX);
+            s_drop(self, why);
+            return;
+        }
         s_drop(self, "the connection closed");
         return;
     }
@@ -656,6 +677,15 @@ static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const c
     buf_append(&self->msg, wire_out_part(&self->out, 3), self->out.len[3]);
     buf_printf(&self->msg, ",\"buffers\":[],\"channel\":\"%s\"}", kernel_conn_channel_name(ch));
     if (self->st == WS_OPEN) {
+        /* The same bounds as while disconnected, on what wslay holds for a
+         * server that does not read. */
+        size_t qn = gw_wslay.queued_count(self->ctx), qb = gw_wslay.queued_length(self->ctx);
+        if (qn >= WS_QUEUE_MAX || self->msg.len > WS_QUEUE_MAX_BYTES - (qb < WS_QUEUE_MAX_BYTES ? qb : WS_QUEUE_MAX_BYTES)) {
+            log_warn("%s: cannot send %s (%zu bytes): %zu messages (%zu bytes) are already waiting for the server "
+                     "to read them (at most %d, %zu bytes)",
+                     kernel_conn_channel_name(ch), msg_type, self->msg.len, qn, qb, WS_QUEUE_MAX, WS_QUEUE_MAX_BYTES);
+            return -1;
+        }
         if (s_queue_frame(self, self->msg.data, self->msg.len) < 0)
             return -1;
         /* Written from the loop: wslay_event_send may not run inside its

@@ -11,7 +11,11 @@
 #include "mem.h"
 
 #define LIST_PAGE 100
-#define MAX_SUBSCRIPTIONS 256
+/* Per session: URIs a client may subscribe to, and how long each may be
+ * (doc/security.md, "Bounds"). A session used to keep 256 URIs of any length
+ * (up to a 4 MiB request each). */
+#define MAX_SUBSCRIPTIONS 64
+#define MAX_SUBSCRIPTION_URI 2048
 
 static void s_entry_free(mcp_resource_entry_t *e)
 {
@@ -311,9 +315,19 @@ static void s_subscribe(mcp_call_t *call, json_object *params, mcp_features_t *f
         mcp_call_error(call, JSONRPC_INVALID_PARAMS, "params.uri (string) is required");
         return;
     }
+    if (on && strlen(uri) > MAX_SUBSCRIPTION_URI) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "params.uri is longer than %d bytes: no resource here has such a URI",
+                 MAX_SUBSCRIPTION_URI);
+        mcp_call_error(call, JSONRPC_INVALID_PARAMS, msg);
+        return;
+    }
     if (on && !s_subscribed(s, uri)) {
         if (s->nsubscriptions >= MAX_SUBSCRIPTIONS) {
-            mcp_call_error(call, JSONRPC_INVALID_PARAMS, "too many subscriptions in this session");
+            char msg[160];
+            snprintf(msg, sizeof msg, "too many subscriptions in this session (at most %d): unsubscribe from one "
+                                      "first", MAX_SUBSCRIPTIONS);
+            mcp_call_error(call, JSONRPC_INVALID_PARAMS, msg);
             return;
         }
         s->subscriptions = xrealloc(s->subscriptions, (s->nsubscriptions + 1) * sizeof *s->subscriptions);

@@ -143,7 +143,16 @@ void runtime_destroy(runtime_t **self_p, int grace_ms);
 /* SIGCHLD arrived. */
 void runtime_on_sigchld(runtime_t *self);
 
-/* Queues code. The runtime keeps the execution until runtime_exec_release. */
+/* The queue's bounds: runs waiting (not yet sent to the kernel), and the
+ * bytes of their code together (each run's code is up to 4 MiB). A client
+ * that queues without waiting is refused past them, not let grow rat-py. */
+#define RUNTIME_QUEUE_MAX 256
+#define RUNTIME_QUEUE_MAX_BYTES ((size_t)64 << 20)
+/* Whether a run of code_len bytes fits in the queue now. When it does not,
+ * why gets a sentence naming the bound and what to do. */
+bool runtime_queue_room(const runtime_t *self, size_t code_len, char *why, size_t whylen);
+/* Queues code. The runtime keeps the execution until runtime_exec_release.
+ * NULL when the queue has no room for it (runtime_queue_room). */
 runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_input);
 /* The running execution (or the one waiting for input), else NULL. */
 runtime_exec_t *runtime_current(runtime_t *self);

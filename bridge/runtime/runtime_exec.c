@@ -290,8 +290,38 @@ void rt_pump(runtime_t *self)
     }
 }
 
+bool runtime_queue_room(const runtime_t *self, size_t code_len, char *why, size_t whylen)
+{
+    size_t n = 0, bytes = 0;
+    for (const runtime_exec_t *ex = self->execs; ex; ex = ex->next) {
+        if (ex->state == RUNTIME_EXEC_QUEUED) {
+            n++;
+            bytes += ex->code ? strlen(ex->code) : 0;
+        }
+    }
+    if (n >= RUNTIME_QUEUE_MAX) {
+        snprintf(why, whylen, "run: %zu runs are already waiting in the queue (at most %d): wait for them "
+                              "(ctl(op=\"wait\")), then run again",
+                 n, RUNTIME_QUEUE_MAX);
+        return false;
+    }
+    if (code_len > RUNTIME_QUEUE_MAX_BYTES - bytes) {
+        snprintf(why, whylen, "run: the %zu runs waiting in the queue already hold %.1f MiB of code, and this "
+                              "one (%.1f MiB) would pass the %zu MiB the queue holds: wait for them "
+                              "(ctl(op=\"wait\")), then run again",
+                 n, (double)bytes / 1048576, (double)code_len / 1048576, RUNTIME_QUEUE_MAX_BYTES >> 20);
+        return false;
+    }
+    return true;
+}
+
 runtime_exec_t *runtime_execute(runtime_t *self, const char *code, bool allow_input)
 {
+    char why[256];
+    if (!runtime_queue_room(self, strlen(code), why, sizeof why)) {
+        log_warn("%s", why);
+        return NULL;
+    }
     runtime_exec_t *ex = xcalloc(1, sizeof *ex);
     ex->rt = self;
     ex->id = self->next_id++;

@@ -735,8 +735,17 @@ static void s_run(mcp_call_t *call, json_object *args, void *ud)
         buf_free(&b);
         return;
     }
-    workdir_on_run(ctx->workdir);
+    char full[256] = "run: the queue has no room for this run";
+    if (!runtime_queue_room(ctx->rt, strlen(code), full, sizeof full)) {
+        mcp_call_text(call, full, true);
+        return;
+    }
+    workdir_on_run(ctx->workdir); /* a run is about to be queued */
     runtime_exec_t *ex = runtime_execute(ctx->rt, code, allow_input);
+    if (!ex) {
+        mcp_call_text(call, full, true);
+        return;
+    }
     runtime_exec_set_owner(ex, me);
     tool_run_follow(ctx, call, ex, wait_s);
 }

@@ -224,3 +224,22 @@ test('look does not wait behind a C call that holds the interpreter', async () =
     await h.close();
   }
 });
+
+test('the queue of runs is bounded: past 256 waiting runs, run says so and nothing is queued', async () => {
+  const h = await connect();
+  try {
+    await run(h, 'pass'); // the kernel is up: the sleep below runs, it does not wait in the queue
+    let r = await run(h, 'import time\ntime.sleep(60)', { wait: 0 });
+    assert.match(r.text, /⏳ running/);
+    for (let i = 0; i < 256; i++) {
+      r = await run(h, `q${i} = ${i}`, { wait: 0 });
+      assert.match(r.text, /⏳ queued/, `run ${i}`);
+    }
+    r = await run(h, 'one_too_many = 1', { wait: 0 });
+    assert.equal(r.isError, true);
+    assert.equal(r.text, 'run: 256 runs are already waiting in the queue (at most 256): wait for them (ctl(op="wait")), then run again');
+    assert.match((await ctl(h, 'status')).text, /\| 256 queued/);
+  } finally {
+    await h.close();
+  }
+});

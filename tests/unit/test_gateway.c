@@ -744,6 +744,72 @@ static void s_check_ws_splits(void)
     loop_destroy(&p.loop);
 }
 
+/* Issue 30, item 6: a server that floods PINGs and never reads: wslay
+ * queues a PONG for each, and past the queue's bound (4096 messages) the
+ * connection is dropped and made again; memory stays bounded. The peer's
+ * receive buffer is small, so the PONGs pile up in wslay's queue, not in
+ * the kernel's socket buffers. */
+static void s_check_ws_ping_flood(void)
+{
+    s_peer_t p = {.loop = loop_new()};
+    p.lfd = s_listener(&p.port);
+    int small = 4096;
+    setsockopt(p.lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small); /* inherited by the accepted socket */
+    char url[64], err[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", p.port);
+    gateway_opts_t go = {.url = url};
+    gateway_t *gw = gateway_new(p.loop, &go, err, sizeof err);
+    CHECK(gw != NULL);
+    s_seen_t seen = {0};
+    kernel_conn_t *c = kernel_ws_new(p.loop, gw, "kid-f", s_on_msg, s_on_event, &seen, err, sizeof err);
+    buf_t req, pings;
+    buf_init(&req, 0);
+    buf_init(&pings, 0);
+    int fd = s_accept(&p, &req);
+    CHECK(fd >= 0);
+    s_send_101(fd, &req);
+    s_pump(p.loop, 20);
+    CHECK_EQ_INT(seen.up, 1);
+    char payload[125];
+    memset(payload, 'f', sizeof payload);
+    for (int i = 0; i < 64; i++)
+        s_frame_buf(&pings, 9, payload, sizeof payload);
+    int sent = 0;
+    for (; sent < 200000 && !seen.lost; sent += 64) {
+        const char *d = pings.data;
+        size_t left = pings.len;
+        while (left) { /* our socket is non-blocking; kernel_ws reads as the loop runs */
+            ssize_t r = send(fd, d, left, MSG_NOSIGNAL);
+            if (r > 0) {
+                d += r;
+                left -= (size_t)r;
+            } else if (r < 0 && errno == EAGAIN) {
+                loop_run_once(p.loop, 1);
+                if (seen.lost)
+                    break;
+            } else {
+                break;
+            }
+        }
+        loop_run_once(p.loop, 0);
+    }
+    fprintf(stderr, "dropped after %d PINGs\n", sent);
+    CHECK_EQ_INT(seen.lost, 1);
+    CHECK(sent < 100000);
+    /* Made again, as for any lost link. */
+    int fd2 = s_accept(&p, &req);
+    CHECK(fd2 >= 0);
+    if (fd2 >= 0)
+        close(fd2);
+    close(fd);
+    kernel_conn_destroy(&c);
+    buf_free(&req);
+    buf_free(&pings);
+    gateway_destroy(&gw);
+    close(p.lfd);
+    loop_destroy(&p.loop);
+}
+
 /* RFC 6455 4.1: a client fails the connection unless the 101 says Upgrade:
  * websocket and Connection: Upgrade, and answers its key in
  * Sec-WebSocket-Accept; an extension or subprotocol it did not offer fails
@@ -878,6 +944,11 @@ static void s_check_ws_queue_bounds(void)
     s_send_101(fd, &req);
     s_pump(p.loop, 50);
     CHECK_EQ_INT(seen.up, 1);
+    /* Open, and the server reads nothing: what waits in wslay's queue is
+     * bounded the same way (it used to take every send). */
+    int taken = s_fill_queue(c, content);
+    CHECK(taken < 64);
+    CHECK_EQ_INT(seen.gone, 0);
     close(fd);
     s_pump(p.loop, 50);
     CHECK_EQ_INT(seen.lost, 1);
@@ -960,6 +1031,7 @@ int main(void)
     RUN_CASE(s_check_ws_peer);
     RUN_CASE(s_check_ws_handshake_rules);
     RUN_CASE(s_check_ws_splits);
+    RUN_CASE(s_check_ws_ping_flood);
     RUN_CASE(s_check_ws_queue_bounds);
     RUN_CASE(s_check_request_ud);
     return check_report("test_gateway");

@@ -494,6 +494,56 @@ static void test_resource_cursor(void)
     mcp_server_destroy(&srv);
 }
 
+/* Subscriptions are bounded per session: the URI's length and how many
+ * (a session used to keep 256 URIs of any length, each up to a request). */
+static void test_subscription_bounds(void)
+{
+    s_sink_t sink = {0};
+    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
+    mcp_server_enable_subscriptions(srv);
+    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    s_sink_clear(&sink);
+    buf_t line;
+    buf_init(&line, 0);
+    for (size_t len = 2040; len <= 2056; len += 8) {
+        buf_reset(&line);
+        buf_puts(&line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://");
+        for (size_t i = 4; i < len; i++)
+            buf_putc(&line, 'a');
+        buf_puts(&line, "\"}}");
+        s_feed(s, line.data);
+        CHECK_EQ_INT(s_last_code(&sink), len <= 2048 ? 0 : JSONRPC_INVALID_PARAMS);
+        if (len > 2048)
+            CHECK(sink.n == 1 && strstr(sink.msgs[0], "longer than 2048 bytes"));
+        s_sink_clear(&sink);
+    }
+    /* 2040 and 2048 taken: 62 more, then refused with the bound named. */
+    int refused_at = -1;
+    for (int i = 0; i < 70 && refused_at < 0; i++) {
+        char req[160];
+        snprintf(req, sizeof req, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://%d\"}}", i);
+        s_feed(s, req);
+        if (s_last_code(&sink) == JSONRPC_INVALID_PARAMS) {
+            refused_at = i;
+            CHECK(strstr(sink.msgs[0], "at most 64") != NULL);
+        }
+        s_sink_clear(&sink);
+    }
+    CHECK_EQ_INT(refused_at, 62);
+    /* Subscribing again to one held is no new entry; unsubscribing frees one. */
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://7\"}}");
+    CHECK_EQ_INT(s_last_code(&sink), 0);
+    s_sink_clear(&sink);
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/unsubscribe\",\"params\":{\"uri\":\"x://7\"}}");
+    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://new\"}}");
+    CHECK_EQ_INT(s_last_code(&sink), 0);
+    s_sink_clear(&sink);
+    buf_free(&line);
+    mcp_session_destroy(&s);
+    mcp_server_destroy(&srv);
+}
+
 static void s_log_tool(mcp_call_t *call, json_object *args, void *ud)
 {
     mcp_call_log(call, MCP_LOG_DEBUG, "t", "dbg", 3);
@@ -1092,6 +1142,7 @@ int main(void)
     RUN_CASE(test_schema_defaults_and_enum);
     RUN_CASE(test_malformed_replies_become_errors);
     RUN_CASE(test_resource_cursor);
+    RUN_CASE(test_subscription_bounds);
     RUN_CASE(test_modern_requests);
     RUN_CASE(test_task_from_call);
     RUN_CASE(test_task_expiry);

@@ -772,6 +772,42 @@ static void test_interrupt_message_completes_before_the_barrier(void)
     unlink(file);
 }
 
+/* Issue 30, item 6: the queue is bounded in runs and in bytes of code; past
+ * either, runtime_execute refuses (NULL) and says which bound, and the
+ * queue moves on as before. */
+static void test_queue_bounds(void)
+{
+    s_start_ready(false);
+    s_obs_t a;
+    s_run("import time; time.sleep(60)", &a); /* sent: not in the queue */
+    char why[256] = "";
+    int n = 0;
+    while (n < RUNTIME_QUEUE_MAX + 10 && runtime_execute(g_rt, "pass", false))
+        n++;
+    CHECK_EQ_INT(n, RUNTIME_QUEUE_MAX);
+    CHECK(!runtime_queue_room(g_rt, 4, why, sizeof why));
+    CHECK(strstr(why, "256 runs are already waiting in the queue (at most 256)") != NULL);
+    s_stop();
+    /* Bytes: 64 runs of 1 MiB fill the 64 MiB; the 65th does not fit, a
+     * smaller one is still refused by the bytes only when it would pass. */
+    s_start_ready(false);
+    s_run("import time; time.sleep(60)", &a);
+    size_t mib = (size_t)1 << 20;
+    char *big = xmalloc(mib + 1);
+    memset(big, '#', mib);
+    big[mib] = '\0';
+    n = 0;
+    while (n < 100 && runtime_execute(g_rt, big, false))
+        n++;
+    CHECK_EQ_INT(n, 64);
+    CHECK(!runtime_queue_room(g_rt, mib, why, sizeof why));
+    CHECK(strstr(why, "the 64 runs waiting in the queue already hold 64.0 MiB of code") != NULL);
+    CHECK(strstr(why, "pass the 64 MiB") != NULL);
+    CHECK(runtime_queue_room(g_rt, 0, why, sizeof why));
+    free(big);
+    s_stop();
+}
+
 /* Issue 11 item 11: a kernel that dies when nobody follows a run (idle, or
  * a run whose caller has gone, as xeus-python exiting on an interrupt) is
  * restarted by itself; the next result says so, once. */
@@ -1051,6 +1087,7 @@ int main(void)
     RUN_CASE(test_restart_does_not_wait_for_the_old_process);
     RUN_CASE(test_attached_restart_while_attaching);
     RUN_CASE(test_interrupt_message_completes_before_the_barrier);
+    RUN_CASE(test_queue_bounds);
     RUN_CASE(test_unfollowed_death_is_announced);
     RUN_CASE(test_death_then_shutdown_frees_the_kernel);
     RUN_CASE(test_move_waits_for_the_running_cell);
