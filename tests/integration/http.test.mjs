@@ -266,6 +266,39 @@ test('--token: missing or wrong token is 401, the right one works, assets too', 
   }
 });
 
+test('--token: a CORS preflight is answered after the Host and Origin checks, before the token (browsers send none)', async () => {
+  const origin = 'http://app.example:8080';
+  const t = await startHttp(['--token', 's3cret-token', '--allow-origin', origin]);
+  try {
+    const pre = (o) => fetch(`${t.base}/mcp`, { method: 'OPTIONS', headers: { origin: o, 'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization, content-type, mcp-protocol-version' } });
+    let r = await pre(origin);
+    assert.equal(r.status, 204);
+    assert.equal(r.headers.get('access-control-allow-origin'), origin);
+    assert.match(r.headers.get('access-control-allow-headers'), /\bauthorization\b/);
+    assert.match(r.headers.get('access-control-allow-methods'), /\bPOST\b/);
+    assert.equal(r.headers.get('www-authenticate'), null);
+    r = await pre('http://localhost:6274'); // loopback origins are always allowed
+    assert.equal(r.status, 204);
+    // Origin still checked first: an origin not allowed gets 403, token or not.
+    r = await pre('http://evil.example');
+    assert.equal(r.status, 403);
+    assert.equal(r.headers.get('access-control-allow-origin'), null);
+    // The preflight opens nothing: the request itself needs the token.
+    r = await fetch(`${t.base}/mcp`, { method: 'POST', headers: { ...JSON_HDRS, origin }, body: init() });
+    assert.equal(r.status, 401);
+    r = await fetch(`${t.base}/mcp`, { method: 'POST', headers: { ...JSON_HDRS, origin, authorization: 'Bearer s3cret-token' }, body: init() });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('access-control-allow-origin'), origin);
+    assert.match(r.headers.get('access-control-expose-headers'), /mcp-session-id/);
+    // Without a token, the same preflight is answered as before.
+    r = await fetch(`${srv.base}/mcp`, { method: 'OPTIONS', headers: { origin: 'http://localhost:6274', 'access-control-request-method': 'POST' } });
+    assert.equal(r.status, 204);
+  } finally {
+    await t.stop();
+  }
+});
+
 test('a non-loopback address without a token refuses to start, with a clear message', async () => {
   const { command, args } = ratCommand(['--http', '--host', '0.0.0.0', '--port', '0']);
   const p = spawnSync(command, args, { encoding: 'utf8', timeout: ms(10000) });

@@ -516,7 +516,7 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
                                     const char *method, http_req_t *req)
 {
     bool refused = false;
-    enum MHD_Result rc = http_guard(self, c, url, &refused);
+    enum MHD_Result rc = http_guard(self, c, url, strcmp(method, "OPTIONS") == 0, &refused);
     if (refused) {
         req->answered = true;
         return rc;

@@ -102,8 +102,14 @@ static bool s_same_origin(const char *origin, const char *host)
     return p && strcmp(p, host) == 0;
 }
 
-/* Checks that apply to every request: Host/Origin (DNS rebinding), token. */
-enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, bool *refused)
+/* Checks that apply to every request: Host/Origin (DNS rebinding), then
+ * the token. A CORS preflight (preflight: an OPTIONS request) passes after
+ * Host and Origin, before the token: browsers never send Authorization on
+ * one, so with a token no cross-origin page could ever connect. Its answer
+ * grants nothing but leave to send the real request, which needs the
+ * token. */
+enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, bool preflight,
+                           bool *refused)
 {
     *refused = true;
     const char *origin = http_header(c, "Origin");
@@ -117,7 +123,7 @@ enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, con
      * Host is only checked in the token-less loopback setup. */
     if (!self->token && !s_host_ok(http_header(c, MHD_HTTP_HEADER_HOST)))
         return http_error(self, c, MHD_HTTP_FORBIDDEN, -32000, "Forbidden: Host not allowed");
-    if (!s_token_ok(self, c, url)) {
+    if (!preflight && !s_token_ok(self, c, url)) {
         /* A person who opened a page without the token reads why. */
         static const char why[] = "401 Unauthorized: this server needs its token. Open the URL rat-py printed at "
                                   "start (it ends in ?token=...), or send Authorization: Bearer TOKEN.\n";

@@ -134,7 +134,8 @@ void http_schedule_run(transport_http_t *self);
 
 /* transport_http_guard.c */
 bool http_origin_ok(const transport_http_t *self, const char *origin);
-enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, bool *refused);
+enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, bool preflight,
+                           bool *refused);
 
 /* transport_http_session.c */
 http_stream_t *http_stream_new(transport_http_t *self, http_session_t *sess, struct MHD_Connection *c, bool is_get);
