@@ -296,8 +296,13 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
     bool v6 = strchr(h, ':') != NULL;
     fprintf(stderr, "rat-py: serving MCP at http://%s%s%s:%d/mcp%s\n", v6 ? "[" : "", h, v6 ? "]" : "",
             transport_http_port(app->http), cfg->token ? " (bearer token required)" : "");
-    char *page = page_url(cfg->host, transport_http_port(app->http), cfg->token);
-    fprintf(stderr, "rat-py: notebook at %s\n", page);
+    /* The page's URL carries the token only to a terminal: stderr may be a
+     * log file that outlives it (a service's journal, a CI log). */
+    bool tty = isatty(STDERR_FILENO);
+    char *page = page_url(cfg->host, transport_http_port(app->http), tty ? cfg->token : NULL);
+    fprintf(stderr, "rat-py: notebook at %s%s\n", page,
+            cfg->token && !tty ? " (add ?token= and the token: it is printed only to a terminal, never to a log)"
+                               : "");
     free(page);
     return 0;
 }

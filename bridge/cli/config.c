@@ -5,8 +5,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sodium.h>
 
+#include "fileio.h"
 #include "mem.h"
+
+#define SECRET_FILE_MAX 4096
 
 void config_usage(FILE *out)
 {
@@ -47,8 +52,9 @@ void config_usage(FILE *out)
           "  --gateway URL        start the kernel there (default: $JUPYTER_GATEWAY_URL);\n"
           "                       --kernel names its kernelspec there, --existing ID attaches\n"
           "                       to a kernel there and leaves it running\n"
-          "  --gateway-token T    send \"Authorization: token T\" (default:\n"
-          "                       $JUPYTER_GATEWAY_AUTH_TOKEN)\n"
+          "  --gateway-token-file FILE  send \"Authorization: token T\", T read from FILE\n"
+          "                       (default: $JUPYTER_GATEWAY_AUTH_TOKEN; --gateway-token T\n"
+          "                       also works, but other users can read a command line)\n"
           "  --gateway-ca FILE    verify an https gateway with this CA bundle (PEM)\n"
           "  --gateway-insecure   do not verify an https gateway's certificate (testing only)\n"
           "\n"
@@ -56,7 +62,9 @@ void config_usage(FILE *out)
           "  --http               serve MCP at http://HOST:PORT/mcp (and /health, /assets/ID)\n"
           "  --host ADDR          address to bind (default: 127.0.0.1)\n"
           "  --port N             port (default: 8000; 0 picks a free one, printed on stderr)\n"
-          "  --token SECRET       require \"Authorization: Bearer SECRET\" (default: $RAT_PY_TOKEN)\n"
+          "  --token-file FILE    require \"Authorization: Bearer SECRET\", SECRET read from FILE\n"
+          "                       (default: $RAT_PY_TOKEN; --token SECRET also works, but\n"
+          "                       other users can read a command line)\n"
           "  --allow-origin URL   also accept browser requests from this Origin (repeatable;\n"
           "                       loopback origins are always accepted)\n"
           "  --insecure-no-token  allow a non-loopback --host without a token (anyone who can\n"
@@ -108,11 +116,107 @@ bool config_is_subcommand(const char *word)
     return false;
 }
 
+static void s_wipe(char **p)
+{
+    if (*p) {
+        sodium_memzero(*p, strlen(*p));
+        free(*p);
+        *p = NULL;
+    }
+}
+
 void config_free(config_t *cfg)
 {
     free(cfg->origins);
     cfg->origins = NULL;
     cfg->opts.allow_origins = NULL;
+    s_wipe(&cfg->token);
+    s_wipe(&cfg->gateway_token);
+    cfg->opts.token = cfg->opts.gateway_token = NULL;
+}
+
+char *config_read_secret(const char *option, const char *path, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *text = fileio_read(path, SECRET_FILE_MAX, &len);
+    if (!text) {
+        snprintf(err, errlen, "%s %s: %s", option, path,
+                 errno == EFBIG ? "longer than 4096 bytes: not a token file" : strerror(errno));
+        return NULL;
+    }
+    char *s = text;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strcspn(s, "\r\n");
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    bool printable = n > 0;
+    for (size_t i = 0; i < n && printable; i++)
+        printable = (unsigned char)s[i] > 0x20 && (unsigned char)s[i] < 0x7f;
+    char *secret = printable ? xstrndup(s, n) : NULL;
+    sodium_memzero(text, len);
+    free(text);
+    if (!secret) {
+        snprintf(err, errlen, "%s %s: %s", option, path,
+                 n == 0 ? "the file is empty (the token is its first line)"
+                        : "the token must be printable ASCII without spaces");
+        return NULL;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && (st.st_mode & 077))
+        fprintf(stderr, "rat-py: warning: %s %s can be read by other users (mode %03o); chmod 600 it\n", option,
+                path, (unsigned)(st.st_mode & 0777));
+    return secret;
+}
+
+/* The secrets given on the command line, overwritten in argv once the
+ * parse is complete (config_parse's end): /proc/PID/cmdline (mode 0444)
+ * and ps show `--token ********` from then on. Other users could read them
+ * between exec and that point, and the shell's history keeps them: hence
+ * the warning. Not before the parse is complete: a subcommand given after
+ * the options (`rat-py --gateway-token T doctor`) is parsed again from the
+ * same strings. */
+static void s_scrub(config_t *cfg)
+{
+    for (int k = 0; k < cfg->nscrub; k++) {
+        memset(cfg->scrub[k], '*', strlen(cfg->scrub[k]));
+        bool http = strcmp(cfg->scrub_opt[k], "--token") == 0;
+        fprintf(stderr, "rat-py: warning: %s on the command line can be read by other users of this machine (ps, "
+                        "/proc/PID/cmdline) until rat-py has started, and stays in your shell history; give it in "
+                        "%s or with %s-file FILE instead\n",
+                cfg->scrub_opt[k], http ? "RAT_PY_TOKEN" : "JUPYTER_GATEWAY_AUTH_TOKEN", cfg->scrub_opt[k]);
+    }
+    cfg->nscrub = 0;
+}
+
+/* base ("--token") or base-file at argv[*i]: the secret into *slot (at most
+ * one of the two, once). Returns 1 when taken, 0 when argv[*i] is neither
+ * (or its value is missing: *missing), -1 after an error on stderr. */
+static int s_secret(config_t *cfg, int argc, char **argv, int *i, const char *base, char **slot, bool *missing)
+{
+    char file_opt[64];
+    snprintf(file_opt, sizeof file_opt, "%s-file", base);
+    const char *v = config_opt_value(argc, argv, i, file_opt, missing);
+    bool from_file = v != NULL;
+    if (!v && !*missing)
+        v = config_opt_value(argc, argv, i, base, missing);
+    if (!v)
+        return 0;
+    if (*slot) {
+        fprintf(stderr, "rat-py: give one of %s and %s, once\n", base, file_opt);
+        return -1;
+    }
+    char err[512];
+    *slot = from_file ? config_read_secret(file_opt, v, err, sizeof err) : xstrdup(v);
+    if (!from_file && cfg->nscrub < 2) {
+        cfg->scrub[cfg->nscrub] = (char *)v; /* overwritten at the end of the parse */
+        cfg->scrub_opt[cfg->nscrub++] = base;
+    }
+    if (!*slot) {
+        fprintf(stderr, "rat-py: %s\n", err);
+        return -1;
+    }
+    return 1;
 }
 
 int config_parse(config_t *cfg, int argc, char **argv)
@@ -213,11 +317,20 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--assets-dir", assets_dir)
         OPT("--log-level", log_level)
         OPT("--host", host)
-        OPT("--token", token)
-        OPT("--gateway-token", gateway_token)
         OPT("--gateway-ca", gateway_ca)
         OPT("--gateway", gateway)
 #undef OPT
+        int r;
+        if ((r = s_secret(cfg, argc, argv, &i, "--token", &cfg->token, &missing)) != 0 ||
+            (r = s_secret(cfg, argc, argv, &i, "--gateway-token", &cfg->gateway_token, &missing)) != 0) {
+            if (r < 0)
+                return -1;
+            o->token = cfg->token;
+            o->gateway_token = cfg->gateway_token;
+            continue;
+        }
+        if (missing)
+            goto missing;
         if (config_is_subcommand(a)) {
             /* `rat-py --gateway URL doctor`: the caller moves it first. */
             cfg->sub_at = i;
@@ -248,5 +361,6 @@ missing:
         fprintf(stderr, "rat-py: %s\n", err);
         return -1;
     }
+    s_scrub(cfg);
     return 0;
 }

@@ -27,6 +27,15 @@ typedef struct {
     int sub_at;               /* argv index of a subcommand (config_is_subcommand) given after
                                * options, e.g. `rat-py --gateway URL doctor`; 0: none. Parsing
                                * stopped there and nothing was checked. */
+    /* Secrets never stay borrowed from argv: --token and --gateway-token
+     * are copied here and their text in argv overwritten (so that
+     * /proc/PID/cmdline and ps no longer show it); --token-file and
+     * --gateway-token-file are read here, once. opts.token and
+     * opts.gateway_token point here; config_free wipes them. */
+    char *token, *gateway_token;
+    char *scrub[2];           /* their text in argv, overwritten when the parse is complete */
+    const char *scrub_opt[2];
+    int nscrub;
 } config_t;
 
 /* Whether word is one of rat-py's subcommands: install, uninstall, doctor, kernels. */
@@ -39,6 +48,11 @@ bool config_is_subcommand(const char *word);
  * or -1 after writing a message to stderr (exit status 2: usage error).
  * Free with config_free either way. */
 int config_parse(config_t *cfg, int argc, char **argv);
+/* Reads a secret from a file (a token): the first line, without its line
+ * break and surrounding blanks; at most 4 KiB; empty, unreadable or binary
+ * is an error. Returns it (caller frees, after wiping), or NULL with a
+ * sentence in err naming the option. */
+char *config_read_secret(const char *option, const char *path, char *err, size_t errlen);
 void config_free(config_t *cfg);
 void config_usage(FILE *out);
 /* The value of option `name` at argv[*i] ("--name VALUE" or "--name=VALUE"),

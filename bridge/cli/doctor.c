@@ -90,7 +90,24 @@ static int64_t s_now_ms(void)
 
 /* ------------------------------------------------------------ the server */
 
-static int s_spawn(s_server_t *s, const char *self, int argc, char **argv)
+/* The server doctor starts gets doctor's own arguments, but never a secret
+ * in its argv: config_parse overwrote --token and --gateway-token there
+ * (their values go through the environment instead, which other users
+ * cannot read). */
+static bool s_secret_arg(const char *a, bool *takes_next)
+{
+    static const char *const names[] = {"--token", "--gateway-token"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = strlen(names[k]);
+        if (strncmp(a, names[k], n) == 0 && (a[n] == '\0' || a[n] == '=')) {
+            *takes_next = a[n] == '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
+static int s_spawn(s_server_t *s, const char *self, int argc, char **argv, const rat_options_t *o)
 {
     int pin[2], pout[2], perr[2];
     if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)
@@ -103,9 +120,20 @@ static int s_spawn(s_server_t *s, const char *self, int argc, char **argv)
         dup2(pout[1], 1);
         dup2(perr[1], 2);
         char **av = xcalloc((size_t)argc + 1, sizeof *av);
-        av[0] = (char *)self;
-        for (int i = 1; i < argc; i++)
-            av[i] = argv[i];
+        int n = 0;
+        av[n++] = (char *)self;
+        for (int i = 1; i < argc; i++) {
+            bool next = false;
+            if (s_secret_arg(argv[i], &next)) {
+                i += next;
+                continue;
+            }
+            av[n++] = argv[i];
+        }
+        if (o->token)
+            setenv("RAT_PY_TOKEN", o->token, 1);
+        if (o->gateway_token)
+            setenv("JUPYTER_GATEWAY_AUTH_TOKEN", o->gateway_token, 1);
         execv("/proc/self/exe", av);
         _exit(127);
     }
@@ -482,9 +510,8 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         config_free(&cfg);
         return 2;
     }
-    rat_options_t opts = cfg.opts; /* strings borrowed from argv */
-    opts.allow_origins = NULL;     /* freed next; doctor passes argv on to the server it starts */
-    config_free(&cfg);
+    rat_options_t opts = cfg.opts; /* strings borrowed from argv, secrets from cfg (freed at the end) */
+    opts.allow_origins = NULL;     /* doctor passes argv on to the server it starts */
     char *self = install_self_path(self_argv0);
     if (!self)
         self = xstrdup(fam->prog);
@@ -503,6 +530,7 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         if (!s_check_gateway(&opts, kname)) {
             doctor_check_clients(fam, self, NULL);
             free(self);
+            config_free(&cfg);
             return 1;
         }
     } else if (kname) {
@@ -516,6 +544,7 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
         if (!found) {
             doctor_check_clients(fam, self, NULL);
             free(self);
+            config_free(&cfg);
             return 1;
         }
     }
@@ -523,9 +552,10 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
     s_server_t srv = {.in = -1};
     json_object *tools = NULL; /* the server's tools/list result */
     int64_t t0 = s_now_ms();
-    if (s_spawn(&srv, self, argc, argv) < 0) {
+    if (s_spawn(&srv, self, argc, argv, &opts) < 0) {
         doctor_bad(NULL, "cannot start %s: %s", self, strerror(errno));
         free(self);
+        config_free(&cfg);
         return 1;
     }
     json_object *init = s_request(&srv, "initialize",
@@ -586,5 +616,6 @@ done:
     doctor_check_clients(fam, self, tools);
     json_object_put(tools);
     free(self);
+    config_free(&cfg);
     return s_failures ? 1 : 0;
 }
