@@ -61,7 +61,7 @@ void page_register(transport_http_t *http)
     transport_http_route(http, "/", s_route, NULL);
 }
 
-char *page_url(const char *host, int port, const char *token)
+char *page_url(const char *host, int port, bool https, const char *token)
 {
     const char *h = host ? host : "127.0.0.1";
     bool v6 = strchr(h, ':') != NULL;
@@ -79,8 +79,8 @@ char *page_url(const char *host, int port, const char *token)
             n += (size_t)sprintf(enc + n, "%%%02X", *p);
     }
     enc[n] = '\0';
-    char *url = xasprintf("http://%s%s%s:%d/%s%s", v6 ? "[" : "", h, v6 ? "]" : "", port, token ? "?token=" : "",
-                          enc);
+    char *url = xasprintf("%s://%s%s%s:%d/%s%s", https ? "https" : "http", v6 ? "[" : "", h, v6 ? "]" : "", port,
+                          token ? "?token=" : "", enc);
     free(enc);
     return url;
 }

@@ -25,8 +25,8 @@ extern const size_t page_nfiles;  /* 0 when the build had no node/npm */
  * routes: `/` answers only the exact path and passes on the rest. */
 void page_register(transport_http_t *http);
 
-/* The URL to print at start: http://HOST:PORT/ with ?token=TOKEN when a
- * token is set (malloc'd). */
-char *page_url(const char *host, int port, const char *token);
+/* The URL to print at start: http(s)://HOST:PORT/ with ?token=TOKEN when a
+ * token is given (malloc'd). */
+char *page_url(const char *host, int port, bool https, const char *token);
 
 #endif

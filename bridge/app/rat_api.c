@@ -19,7 +19,7 @@
 struct rat_server {
     rat_options_t opts;
     char *cwd, *kernel, *python, *venv, *existing, *assets_dir, *log_level, *host, *token; /* owned */
-    char *gateway, *gateway_token, *gateway_ca;                                           /* owned */
+    char *gateway, *gateway_token, *gateway_ca, *tls_cert, *tls_key;                      /* owned */
     char **origins;        /* owned (strv), NULL-terminated; NULL when none */
     /* rat_server_stop: a byte in this non-blocking pipe. The run watches the
      * read end; the pipe is drained only when a run returns, so a stop that
@@ -66,6 +66,10 @@ int rat_options_check(const rat_options_t *o, char *err, size_t errlen)
     }
     if (o->gateway && strncmp(o->gateway, "http://", 7) != 0 && strncmp(o->gateway, "https://", 8) != 0) {
         snprintf(err, errlen, "--gateway (gateway) must be an http:// or https:// URL, not '%.200s'", o->gateway);
+        return -1;
+    }
+    if (!o->tls_cert != !o->tls_key) {
+        snprintf(err, errlen, "--tls-cert and --tls-key (tls_cert, tls_key) go together: give both, or neither");
         return -1;
     }
     if (o->python && o->venv) {
@@ -135,6 +139,8 @@ rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
     c->gateway = s_keep(&s->gateway, o->gateway);
     c->gateway_token = s_keep(&s->gateway_token, o->gateway_token);
     c->gateway_ca = s_keep(&s->gateway_ca, o->gateway_ca);
+    c->tls_cert = s_keep(&s->tls_cert, o->tls_cert);
+    c->tls_key = s_keep(&s->tls_key, o->tls_key);
     s->origins = o->allow_origins && o->allow_origins[0] ? strv_dup((char *const *)o->allow_origins) : NULL;
     c->allow_origins = (const char *const *)s->origins;
     if (c->boot_timeout_s == 0)
@@ -205,7 +211,7 @@ void rat_server_destroy(rat_server_t **s_p)
     rat_server_t *s = *s_p;
     char *owned[] = {s->cwd,        s->kernel,    s->python, s->venv, s->existing,
                      s->assets_dir, s->log_level, s->host,   s->token, s->gateway,
-                     s->gateway_token, s->gateway_ca};
+                     s->gateway_token, s->gateway_ca, s->tls_cert, s->tls_key};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         free(owned[i]);
     strv_free(s->origins);

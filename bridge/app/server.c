@@ -37,6 +37,7 @@
 
 #define EXIT_GRACE_MS 100   /* kernel SIGTERM grace at exit; the whole exit stays < 300 ms */
 #define FLUSH_MS 50         /* last output to the client at exit */
+#define TLS_FILE_MAX ((size_t)1 << 20) /* a PEM certificate chain or key */
 
 typedef struct {
     loop_t *loop;
@@ -275,15 +276,56 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
         rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+    /* HTTPS: the PEM files, read once (the transport keeps copies). */
+    char *cert = NULL, *key = NULL;
+    bool https = cfg->tls_cert && cfg->tls_key;
+    if (https) {
+        size_t len = 0;
+        cert = fileio_read(cfg->tls_cert, TLS_FILE_MAX, &len);
+        if (!cert) {
+            s_fail(ctl, "--tls-cert %s: %s", cfg->tls_cert, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+            return 2;
+        }
+        key = fileio_read(cfg->tls_key, TLS_FILE_MAX, &len);
+        if (!key) {
+            s_fail(ctl, "--tls-key %s: %s", cfg->tls_key, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+            free(cert);
+            return 2;
+        }
+        /* What GnuTLS would refuse with one word for both, said per file. */
+        const char *opt = NULL, *path = NULL, *why = NULL;
+        if (!strstr(cert, "-----BEGIN CERTIFICATE-----"))
+            opt = "--tls-cert", path = cfg->tls_cert, why = "no PEM certificate in it (-----BEGIN CERTIFICATE-----)";
+        else if (strstr(key, "ENCRYPTED"))
+            opt = "--tls-key", path = cfg->tls_key,
+            why = "the key is encrypted; rat-py needs it unencrypted (openssl pkey -in KEY -out PLAIN), in a file only "
+                  "you can read";
+        else if (!strstr(key, "PRIVATE KEY-----"))
+            opt = "--tls-key", path = cfg->tls_key, why = "no PEM private key in it (-----BEGIN PRIVATE KEY-----)";
+        if (why) {
+            s_fail(ctl, "%s %s: %s", opt, path, why);
+            free(cert);
+            sodium_memzero(key, strlen(key));
+            free(key);
+            return 2;
+        }
+    }
     transport_http_opts_t ho = {
         .host = cfg->host,
         .port = cfg->port >= 0 ? cfg->port : 8000,
         .token = cfg->token,
         .allow_origins = (char *const *)cfg->allow_origins,
         .allow_insecure_remote = cfg->insecure_no_token,
+        .tls_cert_pem = cert,
+        .tls_key_pem = key,
     };
     char err[2048];
     app->http = transport_http_new(app->loop, mcp, &ho, err, sizeof err);
+    free(cert);
+    if (key) {
+        sodium_memzero(key, strlen(key));
+        free(key);
+    }
     if (!app->http) {
         s_fail(ctl, "%s", err);
         return 2;
@@ -294,12 +336,17 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
     page_register(app->http);
     const char *h = cfg->host ? cfg->host : "127.0.0.1";
     bool v6 = strchr(h, ':') != NULL;
-    fprintf(stderr, "rat-py: serving MCP at http://%s%s%s:%d/mcp%s\n", v6 ? "[" : "", h, v6 ? "]" : "",
-            transport_http_port(app->http), cfg->token ? " (bearer token required)" : "");
+    fprintf(stderr, "rat-py: serving MCP at %s://%s%s%s:%d/mcp%s\n", https ? "https" : "http", v6 ? "[" : "", h,
+            v6 ? "]" : "", transport_http_port(app->http), cfg->token ? " (bearer token required)" : "");
+    if (!https && !transport_http_loopback(app->http))
+        fprintf(stderr, "rat-py: warning: plain HTTP on %s: %s crosses the network in clear, for anyone on the way "
+                        "to read (and then to run code as you); give --tls-cert and --tls-key, or put a TLS proxy "
+                        "in front\n",
+                h, cfg->token ? "the token" : "everything, code and output,");
     /* The page's URL carries the token only to a terminal: stderr may be a
      * log file that outlives it (a service's journal, a CI log). */
     bool tty = isatty(STDERR_FILENO);
-    char *page = page_url(cfg->host, transport_http_port(app->http), tty ? cfg->token : NULL);
+    char *page = page_url(cfg->host, transport_http_port(app->http), https, tty ? cfg->token : NULL);
     fprintf(stderr, "rat-py: notebook at %s%s\n", page,
             cfg->token && !tty ? " (add ?token= and the token: it is printed only to a terminal, never to a log)"
                                : "");

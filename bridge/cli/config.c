@@ -59,12 +59,16 @@ void config_usage(FILE *out)
           "  --gateway-insecure   do not verify an https gateway's certificate (testing only)\n"
           "\n"
           "Streamable HTTP (instead of stdio):\n"
-          "  --http               serve MCP at http://HOST:PORT/mcp (and /health, /assets/ID)\n"
+          "  --http               serve MCP at http://HOST:PORT/mcp (and /health, /assets/ID, the\n"
+          "                       notebook page at /; https:// with --tls-cert and --tls-key)\n"
           "  --host ADDR          address to bind (default: 127.0.0.1)\n"
           "  --port N             port (default: 8000; 0 picks a free one, printed on stderr)\n"
           "  --token-file FILE    require \"Authorization: Bearer SECRET\", SECRET read from FILE\n"
           "                       (default: $RAT_PY_TOKEN; --token SECRET also works, but\n"
           "                       other users can read a command line)\n"
+          "  --tls-cert FILE      serve HTTPS with this certificate (PEM, its chain after it;\n"
+          "                       default: $RAT_PY_TLS_CERT) ...\n"
+          "  --tls-key FILE       ... and its unencrypted private key (PEM; default: $RAT_PY_TLS_KEY)\n"
           "  --allow-origin URL   also accept browser requests from this Origin (repeatable;\n"
           "                       loopback origins are always accepted)\n"
           "  --insecure-no-token  allow a non-loopback --host without a token (anyone who can\n"
@@ -319,6 +323,8 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--host", host)
         OPT("--gateway-ca", gateway_ca)
         OPT("--gateway", gateway)
+        OPT("--tls-cert", tls_cert)
+        OPT("--tls-key", tls_key)
 #undef OPT
         int r;
         if ((r = s_secret(cfg, argc, argv, &i, "--token", &cfg->token, &missing)) != 0 ||
@@ -343,12 +349,20 @@ missing:
         return -1;
     }
     o->allow_origins = norigins ? cfg->origins : NULL;
-    if (!cfg->http && (o->host || o->port >= 0 || o->token || norigins || o->insecure_no_token)) {
-        fprintf(stderr, "rat-py: --host, --port, --token, --allow-origin and --insecure-no-token need --http\n");
+    if (!cfg->http && (o->host || o->port >= 0 || o->token || norigins || o->insecure_no_token || o->tls_cert ||
+                       o->tls_key)) {
+        fprintf(stderr, "rat-py: --host, --port, --token, --allow-origin, --insecure-no-token, --tls-cert and "
+                        "--tls-key need --http\n");
         return -1;
     }
     if (cfg->http && !o->token && getenv("RAT_PY_TOKEN") && *getenv("RAT_PY_TOKEN"))
         o->token = getenv("RAT_PY_TOKEN");
+    /* The pair from the environment only when neither was given. */
+    const char *ec = getenv("RAT_PY_TLS_CERT"), *ek = getenv("RAT_PY_TLS_KEY");
+    if (cfg->http && !o->tls_cert && !o->tls_key && ec && *ec && ek && *ek) {
+        o->tls_cert = ec;
+        o->tls_key = ek;
+    }
     /* Jupyter's own gateway client's variables, unless a local kernel was asked for. */
     const char *gu = getenv("JUPYTER_GATEWAY_URL");
     if (!o->gateway && gu && *gu && !o->python && !o->venv && !o->spare)

@@ -74,6 +74,11 @@ typedef struct {
     const char *gateway_token;     /* sent as "Authorization: token T" */
     const char *gateway_ca;        /* PEM CA bundle for an https gateway */
     bool gateway_insecure;         /* no TLS verification (testing only) */
+    /* HTTPS for rat_server_run_http (doc/http.md#tls): PEM files of the
+     * server's certificate (its chain after it) and of its unencrypted
+     * private key; both or neither. Read when the run starts. */
+    const char *tls_cert;
+    const char *tls_key;
 } rat_options_t;
 
 /* The library's version, e.g. "0.1.0". */
@@ -92,8 +97,9 @@ RAT_API rat_server_t *rat_server_new(const rat_options_t *opts, char *err, size_
  * clean end, signals and stops included; otherwise rat_server_error says
  * why). One run at a time per server: a second concurrent call returns 1. */
 RAT_API int rat_server_run_stdio(rat_server_t *srv);
-/* The same over Streamable HTTP at http://HOST:PORT/mcp (the URL is printed
- * on stderr), until a termination signal or rat_server_stop. */
+/* The same over Streamable HTTP at http://HOST:PORT/mcp (https:// with
+ * tls_cert and tls_key; the URL is printed on stderr), until a termination
+ * signal or rat_server_stop. */
 RAT_API int rat_server_run_http(rat_server_t *srv);
 /* Asks the run of srv to end as SIGTERM would: the kernel is stopped and
  * the run returns 0. Safe from any thread and from a signal handler (it

@@ -51,8 +51,10 @@ OPTIONS = {
     "gateway_token": "str",   # --gateway-token T
     "gateway_ca": "path",     # --gateway-ca FILE
     "gateway_insecure": "bool",  # --gateway-insecure
+    "tls_cert": "path",       # --tls-cert FILE (default: $RAT_PY_TLS_CERT, as on the command line)
+    "tls_key": "path",        # --tls-key FILE (default: $RAT_PY_TLS_KEY)
 }
-_HTTP_ONLY = ("host", "port", "token", "allow_origins", "insecure_no_token")
+_HTTP_ONLY = ("host", "port", "token", "allow_origins", "insecure_no_token", "tls_cert", "tls_key")
 _SONAME = "librat.so.0"
 _ERRLEN = 1024
 
@@ -88,6 +90,8 @@ class _Options(ctypes.Structure):
         ("gateway_token", ctypes.c_char_p),
         ("gateway_ca", ctypes.c_char_p),
         ("gateway_insecure", ctypes.c_bool),
+        ("tls_cert", ctypes.c_char_p),
+        ("tls_key", ctypes.c_char_p),
     ]
 
 
@@ -247,6 +251,10 @@ class Server:
         # The command line's environment defaults, read the same way.
         if options.get("token") is None and os.environ.get("RAT_PY_TOKEN"):
             options["token"] = os.environ["RAT_PY_TOKEN"]
+        if (options.get("tls_cert") is None and options.get("tls_key") is None
+                and os.environ.get("RAT_PY_TLS_CERT") and os.environ.get("RAT_PY_TLS_KEY")):
+            options["tls_cert"] = os.environ["RAT_PY_TLS_CERT"]
+            options["tls_key"] = os.environ["RAT_PY_TLS_KEY"]
         # Jupyter's own gateway client's variables, unless a local kernel was asked for.
         if (options.get("gateway") is None and os.environ.get("JUPYTER_GATEWAY_URL")
                 and not any(options.get(k) for k in ("python", "venv", "spare"))):

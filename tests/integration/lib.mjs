@@ -229,7 +229,7 @@ export async function startHttp(args = [], env = {}, opts = {}) {
     proc.stderr.on('data', (d) => {
       stderr += d;
       if (process.env.RAT_TEST_STDERR) process.stderr.write(d);
-      const m = /serving MCP at (http:\/\/\S+\/mcp)/.exec(stderr);
+      const m = /serving MCP at (https?:\/\/\S+\/mcp)/.exec(stderr);
       if (m) { clearTimeout(t); resolve(m[1]); }
     });
     proc.on('exit', (code) => { clearTimeout(t); reject(new Error(`rat-py --http exited (${code}): ${stderr}`)); });

@@ -713,12 +713,23 @@ void http_schedule_run(transport_http_t *self)
 
 static void s_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    transport_http_t *self = cls;
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t n = strlen(line);
     while (n && line[n - 1] == '\n')
         line[--n] = '\0';
+    snprintf(self->mhd_said, sizeof self->mhd_said, "%s", line);
     log_debug("microhttpd: %s", line);
+}
+
+static void s_wipe(char **p)
+{
+    if (*p) {
+        sodium_memzero(*p, strlen(*p));
+        free(*p);
+        *p = NULL;
+    }
 }
 
 
@@ -768,6 +779,12 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     }
     if (mhd_dl_load(err, errlen) < 0)
         return NULL;
+    bool tls = o->tls_cert_pem && o->tls_key_pem;
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, errlen, "this libmicrohttpd was built without TLS support: it cannot serve HTTPS (--tls-cert, "
+                              "--tls-key); install Debian's libmicrohttpd12, which has it (GnuTLS)");
+        return NULL;
+    }
     transport_http_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
     self->server = server;
@@ -781,6 +798,14 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* The TLS options go last: MHD_OPTION_END ends the list early without
+     * them (an option given a NULL key would be an error). */
+    if (tls) {
+        flags |= MHD_USE_TLS;
+        self->tls_cert = xstrdup(o->tls_cert_pem);
+        self->tls_key = xstrdup(o->tls_key_pem);
+    }
+    errno = 0;
     self->daemon = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, s_access, self,
         MHD_OPTION_EXTERNAL_LOGGER, s_mhd_log, self,
@@ -789,10 +814,18 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)(o->connection_timeout_s > 0 ? o->connection_timeout_s : 30),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
+        tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, self->tls_cert,
+        MHD_OPTION_HTTPS_MEM_KEY, self->tls_key,
         MHD_OPTION_END);
     if (!self->daemon) {
-        snprintf(err, errlen, "cannot listen on %s port %d: %s", host, o->port,
-                 errno ? strerror(errno) : "libmicrohttpd refused to start");
+        if (tls && self->mhd_said[0] && (strstr(self->mhd_said, "certificate") || strstr(self->mhd_said, "key") ||
+                                         strstr(self->mhd_said, "TLS") || strstr(self->mhd_said, "x509")))
+            snprintf(err, errlen, "cannot serve HTTPS with this certificate and key (libmicrohttpd: %s): is the key "
+                                  "the certificate's own, and are both well-formed PEM?",
+                     self->mhd_said);
+        else
+            snprintf(err, errlen, "cannot listen on %s port %d: %s", host, o->port,
+                     errno ? strerror(errno) : self->mhd_said[0] ? self->mhd_said : "libmicrohttpd refused to start");
         transport_http_destroy(&self);
         return NULL;
     }
@@ -842,10 +875,9 @@ void transport_http_destroy(transport_http_t **self_p)
     loop_timer_cancel(self->loop, self->keepalive_timer);
     loop_timer_cancel(self->loop, self->sweep_timer);
     loop_timer_cancel(self->loop, self->run_timer);
-    if (self->token) {
-        sodium_memzero(self->token, strlen(self->token));
-        free(self->token);
-    }
+    s_wipe(&self->token);
+    s_wipe(&self->tls_key);
+    free(self->tls_cert);
     strv_free(self->allow_origins);
     free(self);
     *self_p = NULL;
@@ -854,6 +886,11 @@ void transport_http_destroy(transport_http_t **self_p)
 int transport_http_port(const transport_http_t *self)
 {
     return self->port;
+}
+
+bool transport_http_loopback(const transport_http_t *self)
+{
+    return self->loopback;
 }
 
 void transport_http_route(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud)

@@ -39,6 +39,11 @@ typedef struct {
     int session_idle_s;          /* idle sessions expire; default 3600 */
     unsigned max_connections;    /* default 2048 */
     int connection_timeout_s;    /* idle/slow connections are closed; default 30 */
+    /* HTTPS: the certificate (chain) and its unencrypted private key, PEM
+     * text (copied; the key is wiped when the transport goes); both or
+     * neither. Needs a libmicrohttpd built with TLS (Debian's: GnuTLS). */
+    const char *tls_cert_pem;
+    const char *tls_key_pem;
 } transport_http_opts_t;
 
 /* What a route answers. Exactly one of body or fd is used. */
@@ -82,6 +87,8 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
 void transport_http_destroy(transport_http_t **self_p);
 /* The bound port (useful with port 0). */
 int transport_http_port(const transport_http_t *self);
+/* Whether it listens on a loopback address only. */
+bool transport_http_loopback(const transport_http_t *self);
 /* Adds a GET route: requests whose path starts with prefix go to fn. With a
  * token, a GET route takes it as a bearer header or, since a browser cannot
  * add headers to a link or an <img>, as a `token` query argument (as
