@@ -1,12 +1,20 @@
 # rat-py's helper inside an IPython kernel.
 #
 # rat-py installs this source as the module `_rat` in sys.modules (never in
-# the user's namespace) right after the kernel is ready. After every
-# execution a post_run_cell hook puts the variables snapshot into the
-# execute_reply's payload; on demand rat-py calls entry points through
+# the user's namespace) right after the kernel is ready. After each of
+# rat-py's executions a post_run_cell hook puts the variables snapshot into
+# the execute_reply's payload; on demand rat-py calls entry points through
 # execute_request user_expressions, e.g. `__import__('_rat').inspect(...)`.
 # user_expressions return the text/plain repr of the value, so those entry
 # points return a _J, whose repr is JSON text.
+#
+# The kernel may be someone else's (rat-py --existing, a notebook's): the
+# hooks act only on executions whose request came from a rat-py that
+# installed this helper (the request's header names its session), and are
+# no-ops for everyone else's; what they change for a run (the streams'
+# flush interval) they give back when it ends; detach() takes everything out
+# when the last rat-py leaves. See doc/kernels.md, "What rat-py changes in a
+# kernel".
 #
 # Everything here is bounded, whatever the user's objects do: containers are
 # never repr'd whole (reprlib-style limits, no recursion past a few levels),
@@ -602,11 +610,96 @@ def snap():
     return _J(_snapshot())
 
 
+# The sessions (Jupyter message header "session") of the rat-py connections
+# this helper works for, oldest first: the one whose request installed it,
+# and those of earlier installs that are still registered (several rat-py
+# may share a kernel). A rat-py that crashed stays listed: its session sends
+# nothing more, so that costs nobody anything. Bounded.
+_OWNERS_MAX = 16
+_owners = []
+
+
+def _request_session():
+    """The session of the request being executed now, or None."""
+    ip = _shell()
+    try:
+        parent = ip.get_parent()            # ipykernel 6+: the request message
+    except Exception:
+        parent = getattr(ip, "parent_header", None)
+    if not isinstance(parent, dict):
+        return None
+    header = parent.get("header", parent)   # a whole message, or its header
+    session = header.get("session") if isinstance(header, dict) else None
+    return session if isinstance(session, str) and session else None
+
+
+def _own(session):
+    if session and session not in _owners:
+        _owners.append(session)
+        del _owners[:-_OWNERS_MAX]
+
+
+def _mine():
+    s = _request_session()
+    return s is not None and s in _owners
+
+
+# The streams' flush intervals this helper shortened for the run in progress:
+# [(stream, the instance's own value or _UNSET)], given back when it ends.
+_UNSET = object()
+_shortened = []
+
+
+def _shorten_streams():
+    """ipykernel's stdout and stderr send what was written in their
+    flush_interval (0.2 s) as one message, so a tight write loop makes 5-7 MB
+    messages, and rat-py holds each whole while it handles it (libzmq hands
+    over whole frames; two in flight made a 16 MB peak). A quarter of the
+    interval makes them four times smaller (a 3,000,000-line
+    sys.stdout.write flood: peak RSS 14 -> 10 MB) and output arrives sooner.
+    For rat-py's runs only: _restore_streams gives the kernel's own value
+    back when the run ends (other clients' runs keep theirs)."""
+    for s in (_sys.stdout, _sys.stderr):
+        iv = getattr(s, "flush_interval", None)
+        if type(iv) in (int, float) and iv > STREAM_FLUSH:
+            try:
+                own = s.__dict__.get("flush_interval", _UNSET)
+                s.flush_interval = STREAM_FLUSH
+                _shortened.append((s, own))
+            except Exception:
+                pass
+
+
+def _restore_streams():
+    while _shortened:
+        s, own = _shortened.pop()
+        try:
+            if own is _UNSET:
+                del s.flush_interval     # the class's default again
+            else:
+                s.flush_interval = own
+        except Exception:
+            pass
+
+
+def _pre_run_cell(info=None):
+    """Before every (non-silent) execution: shorter stream messages, for
+    rat-py's runs only."""
+    _restore_streams()   # a run that never reached post_run_cell
+    if _mine():
+        _shorten_streams()
+
+
 def _post_run_cell(result):
-    """After every (non-silent) execution: the snapshot rides back to rat-py
-    in the execute_reply's payload list. That costs the snapshot alone,
-    where a user_expression would also go through IPython's whole display
-    formatter (several times the cost), and it comes back after errors too."""
+    """After every (non-silent) execution of rat-py's: the snapshot rides back
+    to rat-py in the execute_reply's payload list. That costs the snapshot
+    alone, where a user_expression would also go through IPython's whole
+    display formatter (several times the cost), and it comes back after
+    errors too. Another client's execution gets nothing: no payload, no
+    snapshot taken."""
+    _restore_streams()
+    if not _mine():
+        return
     try:
         snapshot = _snapshot()
     except Exception:
@@ -620,40 +713,61 @@ def _post_run_cell(result):
 _payloads = None
 
 
+_pre_run_cell._rat_hook = True
 _post_run_cell._rat_hook = True
 
 
-def _bound_stream_messages():
-    """ipykernel's stdout and stderr send what was written in their
-    flush_interval (0.2 s) as one message, so a tight write loop makes 5-7 MB
-    messages, and rat-py holds each whole while it handles it (libzmq hands
-    over whole frames; two in flight made a 16 MB peak). A quarter of the
-    interval makes them four times smaller (a 3,000,000-line
-    sys.stdout.write flood: peak RSS 14 -> 10 MB) and output arrives sooner,
-    for every client of the kernel; the kernel sends one message per 50 ms
-    of output instead of per 200 ms. Only shortened, never lengthened; the
-    instance attribute shadows the class default (deleting it restores)."""
-    for s in (_sys.stdout, _sys.stderr):
-        iv = getattr(s, "flush_interval", None)
-        if type(iv) in (int, float) and iv > STREAM_FLUSH:
-            try:
-                s.flush_interval = STREAM_FLUSH
-            except Exception:
-                pass
+def _unhook(ip):
+    """Takes every rat-py hook out (this install's and earlier ones'),
+    returning the owners the earlier ones served."""
+    carried = []
+    for event in ("pre_run_cell", "post_run_cell"):
+        callbacks = ip.events.callbacks.get(event, [])
+        for cb in list(callbacks):
+            if getattr(cb, "_rat_hook", False):
+                callbacks.remove(cb)
+                for o in getattr(cb, "__globals__", {}).get("_owners", ()):
+                    if o not in carried:
+                        carried.append(o)
+                restore = getattr(cb, "__globals__", {}).get("_restore_streams")
+                if callable(restore) and restore is not _restore_streams:
+                    restore()
+    return carried
 
 
 def _register():
-    """Hooks post_run_cell once, replacing the hook of an earlier install
-    (a kernel that rat-py attached to before)."""
-    _bound_stream_messages()
+    """Hooks pre_run_cell and post_run_cell once, replacing the hooks of an
+    earlier install (a kernel that rat-py attached to before) and keeping
+    the sessions they served; the session of the request calling this is
+    served from now on too."""
     ip = _shell()
     if ip is None:
         return
-    callbacks = ip.events.callbacks.get("post_run_cell", [])
-    for cb in list(callbacks):
-        if getattr(cb, "_rat_hook", False):
-            callbacks.remove(cb)
+    for o in _unhook(ip):
+        _own(o)
+    _own(_request_session())
+    ip.events.register("pre_run_cell", _pre_run_cell)
     ip.events.register("post_run_cell", _post_run_cell)
+
+
+def detach():
+    """A rat-py leaves (run by it, silently): it is served no more; when it
+    was the last, every hook goes, the streams are as they were and the
+    module `_rat` leaves sys.modules. Nothing else of the kernel's was
+    changed (the helper binds no name in the user's namespace)."""
+    s = _request_session()
+    if s in _owners:
+        _owners.remove(s)
+    if _owners:
+        return _J({"ok": True, "still_serving": len(_owners)})
+    _restore_streams()
+    ip = _shell()
+    if ip is not None:
+        _unhook(ip)
+    m = _sys.modules.get("_rat")
+    if m is not None and getattr(m, "__dict__", None) is globals():
+        del _sys.modules["_rat"]
+    return _J({"ok": True, "still_serving": 0})
 
 
 # ---------------------------------------------------------------- inspect

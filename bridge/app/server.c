@@ -37,6 +37,7 @@
 
 #define EXIT_GRACE_MS 100   /* kernel SIGTERM grace at exit; the whole exit stays < 300 ms */
 #define FLUSH_MS 50         /* last output to the client at exit */
+#define DETACH_MS 150       /* an attached kernel's helper undoes its changes (a few ms when idle) */
 #define TLS_FILE_MAX ((size_t)1 << 20) /* a PEM certificate chain or key */
 
 typedef struct {
@@ -464,6 +465,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     transport_http_destroy(&app.http);
     contents_destroy(&app.contents);
     tool_watch_destroy(&ctx); /* it watches the runtime: before it goes */
+    runtime_detach(app.rt, DETACH_MS); /* an attached kernel is left as it was found */
     runtime_destroy(&app.rt, EXIT_GRACE_MS);
 out:
     transport_stdio_destroy(&tr);

@@ -49,6 +49,10 @@ typedef struct lang {
      * counter (NULL: not possible for this kernel). */
     const char *reset_code;
     const char *reset_all_code;
+    /* Code run silently when rat-py leaves a kernel it attached to: the
+     * helper undoes what it changed there (hooks, settings, itself), once no
+     * other rat-py uses it. NULL: nothing to undo. */
+    const char *detach_code;
     /* Rewrites a kernel error (ename, evalue; both owned and replaceable)
      * into what the run result shows: "ename: evalue", or evalue alone when
      * *ename becomes "". NULL: shown as sent. */

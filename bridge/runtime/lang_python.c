@@ -54,6 +54,8 @@ const lang_t lang_python = {
     .chdir = s_chdir,
     .reset_code = "get_ipython().run_line_magic('reset', '-f')",
     .reset_all_code = "get_ipython().reset(new_session=True)",
+    /* No name bound in the user's namespace; nothing if the helper is gone. */
+    .detach_code = "(lambda m: m.detach() if hasattr(m, 'detach') else None)(__import__('sys').modules.get('_rat'))",
     .probe_code = "import sys, ipykernel\nprint(sys.executable)\nprint('ipykernel', ipykernel.__version__)",
     .noop_code = "pass",
 };

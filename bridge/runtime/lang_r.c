@@ -120,6 +120,7 @@ const lang_t lang_r = {
     .chdir = s_chdir,
     .reset_code = "rm(list = ls(envir = .GlobalEnv, all.names = TRUE), envir = .GlobalEnv)",
     .reset_all_code = NULL, /* IRkernel can reset neither its history nor its counter */
+    .detach_code = "options(rat.helper = NULL)", /* the helper's environment, all it left */
     .clean_error = s_clean_error,
     .probe_code = "cat(file.path(R.home(\"bin\"), \"R\"), \"\\n\", sep = \"\")\n"
                   "cat(\"IRkernel\", format(utils::packageVersion(\"IRkernel\")), \"\\n\")",

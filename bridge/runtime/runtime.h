@@ -140,6 +140,11 @@ typedef void (runtime_text_fn)(void *ud, const char *text, const char *err);
 runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *opts, char *err, size_t errlen);
 /* Stops the kernel (owned ones within grace_ms) and frees everything. */
 void runtime_destroy(runtime_t **self_p, int grace_ms);
+/* Before runtime_destroy, for a kernel rat-py attached to (not one it
+ * started): asks the kernel-side helper to undo what it changed there
+ * (lang_t.detach_code) and runs the loop until the kernel confirms, at most
+ * max_ms. Not from inside a loop callback (it runs the loop itself). */
+void runtime_detach(runtime_t *self, int max_ms);
 /* SIGCHLD arrived. */
 void runtime_on_sigchld(runtime_t *self);
 

@@ -307,7 +307,7 @@ static void s_req_done(runtime_t *self, rt_req_t *r, json_object *content, const
     if (r->capture && r->kind == REQ_SNAPSHOT)
         s_take_snapshot_text(self, ok ? text : NULL);
     else if (!r->capture && r->kind != REQ_QUERY && r->kind != REQ_HELPER && r->kind != REQ_PROBE &&
-             r->kind != REQ_BARRIER)
+             r->kind != REQ_BARRIER && r->kind != REQ_DETACH)
         s_take_snapshot(self, content);
     switch (r->kind) {
     case REQ_QUERY:
@@ -334,6 +334,12 @@ static void s_req_done(runtime_t *self, rt_req_t *r, json_object *content, const
         break;
     case REQ_MOVE:
         rt_move_answered(self, ok, false, wire_get_str(content, "evalue"));
+        break;
+    case REQ_DETACH:
+        self->detached = true;
+        if (!ok)
+            log_info("the kernel-side helper could not undo its changes: %s",
+                     wire_get_str(content, "evalue") ? wire_get_str(content, "evalue") : "?");
         break;
     case REQ_INSTALL:
         if (!ok)
@@ -441,6 +447,34 @@ void rt_req_iopub(runtime_t *self, wire_msg_t *m)
             s_capture_maybe_done(self, r);
         }
     }
+}
+
+void runtime_detach(runtime_t *self, int max_ms)
+{
+    if (!self->kernel || kernel_owned(self->kernel) || self->kstate != ST_READY || !self->lang ||
+        !self->lang->detach_code)
+        return;
+    char id[WIRE_ID_LEN + 1];
+    buf_t b;
+    buf_init(&b, 0);
+    /* A silent execute, with no user expression riding along (Python's
+     * default one asks for a snapshot, which needs the helper). */
+    jmsg_execute_request(&b, &(jmsg_execute_t){.code = self->lang->detach_code, .silent = true});
+    int rc = kernel_send(self->kernel, KCHAN_SHELL, "execute_request", b.data, NULL, id);
+    buf_free(&b);
+    if (rc < 0)
+        return;
+    rt_req_add(self, REQ_DETACH, id);
+    self->detached = false;
+    int64_t until = loop_now_ms() + max_ms;
+    while (!self->detached && self->kernel && loop_now_ms() < until)
+        loop_run_once(self->loop, 5);
+    if (self->detached)
+        log_info("left the attached kernel as it was (the helper took its hooks out)");
+    else
+        log_info("the attached kernel did not confirm within %d ms that the helper took its hooks out (busy?); "
+                 "they serve only rat-py's requests, so nobody else pays for them",
+                 max_ms);
 }
 
 /* Internal requests die with their kernel. */

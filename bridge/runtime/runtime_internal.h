@@ -105,7 +105,8 @@ struct runtime_exec {
 
 /* Reply to rt_query: content (borrowed) or NULL with err. */
 typedef void (rt_reply_fn)(void *ud, json_object *content, const char *err);
-typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER, REQ_PROBE, REQ_BARRIER, REQ_MOVE } rt_req_kind_t;
+typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER, REQ_PROBE, REQ_BARRIER, REQ_MOVE,
+              REQ_DETACH } rt_req_kind_t;
 
 /* A move of the kernel's working directory (runtime_move): waiting for its
  * moment (runtime->move), or made in place and not yet answered by the
@@ -234,6 +235,7 @@ struct runtime {
     bool used;                     /* user code was sent to the current kernel */
     bool hold;                     /* runtime_hold */
     buf_t notes;                   /* runtime_note: lines for the next run sent */
+    bool detached;                 /* runtime_detach: the helper answered its detach */
 };
 
 /* runtime_exec.c */

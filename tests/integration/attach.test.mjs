@@ -187,3 +187,69 @@ test('--allow-restart: a restart nothing carries out fails and says so, even as 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** Runs code through jupyter_client and returns { out, payload } (the reply's payload list). */
+function jcReply(file, code) {
+  const p = spawnSync('/usr/bin/python3', [path.join(here, 'jclient.py'), file, code, '--payload'], { encoding: 'utf8', timeout: 60_000 });
+  if (p.status !== 0) throw new Error(`jupyter_client: ${p.stderr}`);
+  const i = p.stdout.lastIndexOf('PAYLOAD ');
+  return { out: p.stdout.slice(0, i), payload: JSON.parse(p.stdout.slice(i + 8)) };
+}
+
+// What the kernel shows its other clients about rat-py's helper: its hooks,
+// the streams' flush interval (an instance value shadowing the class's 0.2 s
+// when changed), the module, and how often a snapshot touched the user's
+// objects (R's repr counts its calls).
+const PROBE = "import sys\ncbs = get_ipython().events.callbacks\n" +
+  "print(sum(getattr(c, '_rat_hook', False) for e in ('pre_run_cell', 'post_run_cell') for c in cbs[e]), " +
+  "sys.stdout.flush_interval, 'flush_interval' in vars(sys.stdout), '_rat' in sys.modules, R.n)";
+
+test('a kernel rat-py attached to: other clients never pay for its helper, and after rat-py leaves (even killed) it is as it was', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-attach-'));
+  const k = await ownKernel(dir);
+  try {
+    jc(k.file, 'class R:\n    n = 0\n    def __repr__(self):\n        R.n += 1\n        return "r"\nr = R()');
+    const before = jc(k.file, PROBE);
+    assert.equal(before, '0 0.2 False False 0\n', 'a stock kernel');
+    let h = await connect({ args: ['--existing', k.file] });
+    try {
+      let r = await run(h, 'y = 11\nimport sys\nprint(sys.stdout.flush_interval)');
+      assert.match(r.text, /^0\.05\n\n✓ \d+ms \| \d+ vars$/, 'rat-py\'s runs: shorter stream messages and the snapshot');
+      const seenByRat = Number(jc(k.file, 'print(R.n)'));
+      assert.ok(seenByRat >= 1, 'rat-py\'s snapshot showed r');
+      // Another client's runs, while rat-py is attached: no payload in its
+      // replies, its streams as they were, no snapshot taken.
+      const other = jcReply(k.file, 'import sys\nprint(sys.stdout.flush_interval)\nq = 1');
+      assert.equal(other.out, '0.2\n');
+      assert.deepEqual(other.payload, []);
+      assert.equal(jc(k.file, 'print(R.n)'), `${seenByRat}\n`);
+      assert.match(jc(k.file, PROBE), /^2 0\.2 False True \d+\n$/, 'hooked, but not for this client');
+      r = await run(h, 'print(q + y)');
+      assert.match(r.text, /^12\n/);
+    } finally {
+      await h.close();
+    }
+    // rat-py left: nothing of it remains.
+    const after = jcReply(k.file, PROBE);
+    assert.equal(after.out.replace(/ \d+\n$/, ''), '0 0.2 False False');
+    assert.deepEqual(after.payload, []);
+    // Killed while attached: its hooks stay, and cost other clients nothing.
+    h = await connect({ args: ['--existing', k.file] });
+    let n0;
+    try {
+      await run(h, 'z = 3');
+      n0 = Number(jc(k.file, 'print(R.n)'));
+      process.kill(h.pid(), 'SIGKILL');
+    } finally {
+      await h.close().catch(() => {});
+    }
+    for (let i = 0; i < 3; i++) {
+      const x = jcReply(k.file, `import sys\nprint(sys.stdout.flush_interval, R.n)\nw${i} = ${i}`);
+      assert.equal(x.out, `0.2 ${n0}\n`, 'no shorter streams, no snapshot');
+      assert.deepEqual(x.payload, []);
+    }
+  } finally {
+    k.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -36,6 +36,10 @@ cfg.InteractiveShell.colors = "NoColor"
 ip = InteractiveShell.instance(config=cfg)
 ip.showtraceback = lambda *a, **k: None   # cells that fail on purpose stay quiet
 
+# The request being executed, as ipykernel's shell holds it: the helper's
+# hook works for the session that installed it (rat-py's) and no other.
+ip.parent_header = {"header": {"session": "rat-py-session", "msg_type": "execute_request"}}
+
 rat = types.ModuleType("_rat")
 sys.modules["_rat"] = rat
 exec(compile(open(HELPER).read(), HELPER, "exec"), rat.__dict__)
