@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sodium.h>
 
 #include "log.h"
 #include "mem.h"
@@ -212,6 +213,10 @@ void rat_server_destroy(rat_server_t **s_p)
     char *owned[] = {s->cwd,        s->kernel,    s->python, s->venv, s->existing,
                      s->assets_dir, s->log_level, s->host,   s->token, s->gateway,
                      s->gateway_token, s->gateway_ca, s->tls_cert, s->tls_key};
+    char *secrets[] = {s->token, s->gateway_token}; /* wiped: doc/security.md, Secrets */
+    for (size_t i = 0; i < 2; i++)
+        if (secrets[i])
+            sodium_memzero(secrets[i], strlen(secrets[i]));
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         free(owned[i]);
     strv_free(s->origins);
