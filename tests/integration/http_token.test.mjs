@@ -130,6 +130,7 @@ test('the notebook URL carries ?token= only to a terminal; to a pipe or a log, n
   const token = 'url-tok/+=';
   const s = await startHttp([], { RAT_PY_TOKEN: token });
   try {
+    await until(() => /notebook at/.test(s.stderr()), ms(5000), 'the notebook line');
     assert.match(s.stderr(), /rat-py: notebook at http:\/\/127\.0\.0\.1:\d+\/ \(add \?token= and the token: it is printed only to a terminal, never to a log\)\n/);
     assert.ok(!s.stderr().includes('url-tok'));
   } finally {
