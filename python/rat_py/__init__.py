@@ -13,7 +13,8 @@ underscores (see OPTIONS); a misspelt one is a TypeError, a value of the
 wrong type a TypeError, a value the library refuses a ValueError carrying
 the library's message. Server.run() serves MCP on stdin/stdout until EOF;
 run(transport="http", host=..., port=..., token=...) serves Streamable HTTP
-at http://HOST:PORT/mcp (the URL is printed on stderr) until stopped.
+at http://HOST:PORT/mcp (https:// with tls_cert and tls_key; the URL is
+printed on stderr) until stopped.
 Server.stop() ends a run from any thread. Called from the main thread,
 run() also ends cleanly on SIGINT (Ctrl-C), SIGTERM or SIGHUP, and then
 returns normally: the kernel is stopped either way. A run that fails raises

@@ -117,6 +117,21 @@ static void test_gateway_options(void)
     CHECK(s_refused(&o, "need --gateway"));
 }
 
+/* TLS: the certificate and its key go together (both copied by
+ * rat_server_new; the files are read when a run starts). */
+static void test_tls_options(void)
+{
+    rat_options_t o;
+    rat_options_init(&o);
+    o.tls_cert = "/etc/rat/cert.pem";
+    CHECK(s_refused(&o, "--tls-cert and --tls-key (tls_cert, tls_key) go together: give both, or neither"));
+    o.tls_cert = NULL;
+    o.tls_key = "/etc/rat/key.pem";
+    CHECK(s_refused(&o, "go together"));
+    o.tls_cert = "/etc/rat/cert.pem";
+    CHECK(s_accepted(&o));
+}
+
 static void test_origins(void)
 {
     const char *origins[RAT_MAX_ALLOW_ORIGINS + 2];
@@ -273,6 +288,7 @@ int main(void)
     RUN_CASE(test_boot_timeout_range);
     RUN_CASE(test_other_ranges);
     RUN_CASE(test_gateway_options);
+    RUN_CASE(test_tls_options);
     RUN_CASE(test_origins);
     RUN_CASE(test_strings_copied);
     RUN_CASE(test_run_error);
