@@ -90,3 +90,38 @@ test('the same page without the token, or on an origin not allowed, cannot conne
     await page.close();
   }
 });
+
+// The file API (bridge/app/contents.c) from the same page: a save is a PUT
+// with If-Match, a rename a PATCH, so the preflight must allow those
+// methods and headers, not only /mcp's.
+test('a page on an allowed origin saves, saves again with If-Match and renames through /api/contents', { skip: SKIP }, async () => {
+  const page = await browser.newPage();
+  try {
+    await page.goto(`http://app.example:${sitePort}/`);
+    const base = rat.url.replace(/\/mcp$/, '/api/contents');
+    const r = await page.evaluate(async ({ base, token }) => {
+      const auth = { authorization: `Bearer ${token}` };
+      const json = { ...auth, 'content-type': 'application/json' };
+      const body = (text) => JSON.stringify({ type: 'file', format: 'text', content: text });
+      try {
+        const put = await fetch(`${base}/cors.txt`, { method: 'PUT', headers: json, body: body('one') });
+        const got = await (await fetch(`${base}/cors.txt?hash=1`, { headers: auth })).json();
+        const stale = await fetch(`${base}/cors.txt`, { method: 'PUT', headers: { ...json, 'if-match': '0'.repeat(64) }, body: body('two') });
+        const fresh = await fetch(`${base}/cors.txt`, { method: 'PUT', headers: { ...json, 'if-match': got.hash }, body: body('two') });
+        const moved = await fetch(`${base}/cors.txt`, { method: 'PATCH', headers: json, body: JSON.stringify({ path: 'renamed.txt' }) });
+        const after = await (await fetch(`${base}/renamed.txt`, { headers: auth })).json();
+        return { put: put.status, stale: stale.status, fresh: fresh.status, moved: moved.status, content: after.content };
+      } catch (e) {
+        return { error: String(e) };
+      }
+    }, { base, token: TOKEN });
+    assert.equal(r.error, undefined, r.error);
+    assert.ok([200, 201].includes(r.put), `PUT answered ${r.put}`);
+    assert.equal(r.stale, 412, 'a save over a changed file is refused');
+    assert.equal(r.fresh, 200);
+    assert.equal(r.moved, 200);
+    assert.equal(r.content, 'two');
+  } finally {
+    await page.close();
+  }
+});

@@ -524,10 +524,13 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
     bool is_mcp = strcmp(url, "/mcp") == 0;
     if (strcmp(method, "OPTIONS") == 0) {
         struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+        /* PUT and PATCH, If-Match and If-None-Match: the file API's saves
+         * and renames (bridge/app/contents.c), for a page on an allowed
+         * origin. */
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS");
         MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                 "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, "
-                                "last-event-id, mcp-method, mcp-name");
+                                "last-event-id, mcp-method, mcp-name, if-match, if-none-match");
         MHD_add_response_header(r, "Access-Control-Max-Age", "600");
         req->answered = true;
         return http_queue(self, c, MHD_HTTP_NO_CONTENT, r);
