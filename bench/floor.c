@@ -21,7 +21,13 @@
  *                             process): any stdio bridge's hops, no work
  * It uses rat-py's own wire/connfile/kernel_proc code (the bytes on the wire
  * are the same as any client's), but none of rat-py's runtime: no helper, no
- * user_expressions, no output processing. Output: "key value" lines. */
+ * user_expressions, no output processing. Output: "key value" lines.
+ *
+ * It talks libzmq directly, where rat-py goes through czmq (kernel_zmq.c):
+ * the floor is the least a client can do with ZeroMQ, the stick rat-py is
+ * measured against, so what czmq costs rat-py (a zframe_t allocated per
+ * frame received, a zmsg_t per message sent: doc/performance.md) must show
+ * in the ratio, not be added to the floor too. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

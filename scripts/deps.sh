@@ -17,10 +17,12 @@ rat_apt_install() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# What building and running rat-py needs (and node, below).
+# What building and running rat-py needs (and node, below). libczmq-dev: czmq
+# makes and drives the kernel's ZeroMQ sockets (bridge/jupyter/kernel_zmq.c),
+# and its zdigest (SHA-1) checks a gateway's WebSocket upgrade (RFC 6455); its
+# runtime, libczmq4, comes with it (and in the .deb through dpkg-shlibdeps).
 # libedit-dev: the headers of libedit, which the `rat NAME` REPL loads at run
 # time for line editing and history (bridge/cli/edit_dl.c; not linked).
-# libczmq-dev: zdigest (SHA-1) checks a gateway's WebSocket upgrade (RFC 6455).
 RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libsodium-dev libjson-c-dev libyaml-dev
                 libmicrohttpd-dev libcurl4-openssl-dev libwslay-dev libedit-dev)
 

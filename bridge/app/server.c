@@ -39,6 +39,8 @@
 #define FLUSH_MS 50         /* last output to the client at exit */
 #define DETACH_MS 150       /* an attached kernel's helper undoes its changes (a few ms when idle) */
 #define TLS_FILE_MAX ((size_t)1 << 20) /* a PEM certificate chain or key */
+#define HTTP_MAX_CONNECTIONS 2048
+#define HTTP_FD_SPARE 256   /* descriptors the HTTP clients leave to the rest */
 
 typedef struct {
     loop_t *loop;
@@ -271,11 +273,20 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
                         const char *cwd, const server_ctl_t *ctl)
 {
     /* Many clients means many descriptors: use the hard limit, not the
-     * (often 1024) soft one, so the connection limit is what bounds us. */
+     * (often 1024) soft one, so the connection limit is what bounds us.
+     * That limit leaves HTTP_FD_SPARE descriptors to the rest of the
+     * process: a kernel's sockets and files, its restart's, the spare's.
+     * czmq aborts when it cannot make a socket (kernel_zmq.c). */
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    unsigned max_conn = HTTP_MAX_CONNECTIONS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_conn + HTTP_FD_SPARE)
+            max_conn = rl.rlim_cur > 2 * HTTP_FD_SPARE ? (unsigned)(rl.rlim_cur - HTTP_FD_SPARE) : (unsigned)(rl.rlim_cur / 2);
     }
     /* HTTPS: the PEM files, read once (the transport keeps copies). */
     char *cert = NULL, *key = NULL;
@@ -312,6 +323,7 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
         }
     }
     transport_http_opts_t ho = {
+        .max_connections = max_conn,
         .host = cfg->host,
         .port = cfg->port >= 0 ? cfg->port : 8000,
         .token = cfg->token,
@@ -357,7 +369,8 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
 
 int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
 {
-    /* Signals first: every thread created later (libzmq's) inherits the mask. */
+    /* Signals first: every thread created later (libzmq's, czmq's actors)
+     * inherits the mask. */
     sigs_t *sigs = sigs_new();
     if (!sigs) {
         s_fail(ctl, "cannot set up signal handling: %s", strerror(errno));
@@ -375,7 +388,6 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     char **argv = NULL;
     char *interp = NULL, *env_note = NULL;
     workdir_t *workdir = NULL;
-    void *zctx = NULL;
     loop_t *loop = NULL;
     mcp_server_t *mcp = NULL;
     transport_stdio_t *tr = NULL;
@@ -411,9 +423,6 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     if (status)
         goto out;
 
-    zctx = zmq_ctx_new();
-    zmq_ctx_set(zctx, ZMQ_IO_THREADS, 1);
-    zmq_ctx_set(zctx, ZMQ_BLOCKY, 0); /* zmq_ctx_term must never wait on lingering messages */
     loop = loop_new();
     app.loop = loop;
     sigs_attach(sigs, loop, s_on_signal, &app);
@@ -425,7 +434,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
      * first, so the sockets' long-lived buffers do not keep it resident. */
     malloc_trim(0);
     char err[2048];
-    app.rt = runtime_new(loop, zctx, &ro, err, sizeof err);
+    app.rt = runtime_new(loop, &ro, err, sizeof err);
     if (!app.rt) {
         s_fail(ctl, "%s", err);
         status = 1;
@@ -479,8 +488,6 @@ out:
     if (loop)
         loop_unwatch(loop, stop_watch);
     loop_destroy(&loop);
-    if (zctx)
-        zmq_ctx_term(zctx);
     strv_free(argv);
     free(interp);
     free(env_note);

@@ -1,12 +1,18 @@
 /* loop: the single-threaded reactor (poll over fds and ZMQ sockets, timers).
  *
- * ZMQ sockets are polled through their ZMQ_FD, not with zmq_poll: zmq_poll
- * asks every socket for ZMQ_EVENTS twice per call (two system calls each),
- * which with eight kernel sockets was most of rat-py's system calls per run.
- * ZMQ_FD is edge-triggered and any operation on the socket may consume its
- * signal, so a socket is asked for ZMQ_EVENTS only when its descriptor fired,
- * after its callback ran, when it was resumed, or when its owner used it
- * elsewhere (loop_watch_kick); in every other case nothing can be pending. */
+ * ZMQ sockets (czmq's zsock_t, or an actor's pipe) are polled through their
+ * descriptor (zsock_fd), not with zmq_poll or zpoller: zmq_poll asks every
+ * socket for ZMQ_EVENTS twice per call (two system calls each), which with
+ * eight kernel sockets was most of rat-py's system calls per run. That
+ * descriptor is edge-triggered and any operation on the socket may consume
+ * its signal, so a socket is asked for its events (zsock_events) only when
+ * its descriptor fired, after its callback ran, when it was resumed, or
+ * when its owner used it elsewhere (loop_watch_kick); in every other case
+ * nothing can be pending.
+ *
+ * zsock_events cannot report an error. libzmq's are EINTR (no signal
+ * interrupts this thread: they arrive on a signalfd, sigs.h) and ETERM (the
+ * context ends at exit, after the loop), so there is none to handle. */
 #define LOG_MODULE "loop"
 #include "loop.h"
 
@@ -15,18 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zmq.h>
+#include <czmq.h>
 
 #include "log.h"
 #include "mem.h"
 
-#define NO_FD_POLL_MS 10
-
 typedef struct {
     int id;          /* 0 when the slot is free */
-    int fd;          /* watched fd when zsock is NULL */
+    int fd;          /* the watched fd, or the socket's zsock_fd */
     void *zsock;     /* borrowed ZMQ socket, or NULL */
-    int zfd;         /* the socket's ZMQ_FD, or -1 */
     int events;      /* ZMQ_POLLIN | ZMQ_POLLOUT; 0 = paused */
     bool check;      /* ZMQ socket: ask ZMQ_EVENTS before sleeping */
     int ready;       /* this iteration's revents, not yet dispatched */
@@ -112,20 +115,10 @@ static int s_add(loop_t *self, int fd, void *zsock, int events, loop_io_fn *fn, 
     w->id = self->next_watch_id++;
     if (self->next_watch_id <= 0)
         self->next_watch_id = 1;
-    w->fd = fd;
+    w->fd = zsock ? zsock_fd(zsock) : fd;
     w->zsock = zsock;
-    w->zfd = -1;
     w->check = zsock != NULL;
     w->ready = 0;
-    if (zsock) {
-        size_t len = sizeof w->zfd;
-        if (zmq_getsockopt(zsock, ZMQ_FD, &w->zfd, &len) < 0) {
-            /* Thread-safe socket types have no ZMQ_FD (rat-py uses
-             * none): such a socket is asked every NO_FD_POLL_MS. */
-            log_error("ZMQ_FD: %s", zmq_strerror(errno));
-            w->zfd = -1;
-        }
-    }
     w->events = events;
     w->fn = fn;
     w->ud = ud;
@@ -262,18 +255,6 @@ static long s_timeout(loop_t *self)
     return wait < 0 ? 0 : (long)wait;
 }
 
-/* Asks a ZMQ socket what it is ready for. 0, or -1 with errno set (EINTR:
- * ask again later; ETERM: the context is gone). */
-static int s_zevents(s_watch_t *w, int *ev)
-{
-    int e = 0;
-    size_t len = sizeof e;
-    if (zmq_getsockopt(w->zsock, ZMQ_EVENTS, &e, &len) < 0)
-        return -1;
-    *ev = e;
-    return 0;
-}
-
 /* One pass: poll for at most max_wait ms (-1: until the next timer is due),
  * serve the ready watches, run the due timers. Returns the number of
  * callbacks run, or -1 when polling failed (errno set). Watch indexes stay
@@ -289,32 +270,19 @@ static int s_iterate(loop_t *self, long max_wait)
     }
     size_t count = self->nwatches;
     int n = 0;
-    bool ready_now = false, no_fd = false;
+    bool ready_now = false;
     for (size_t i = 0; i < count; i++) {
         s_watch_t *w = &self->watches[i];
         w->ready = 0;
         if (!w->events)
             continue;
         if (w->zsock) {
-            if (w->check || w->zfd < 0) {
-                int ev;
-                if (s_zevents(w, &ev) < 0) {
-                    if (errno == ETERM)
-                        return -1;
-                    /* EINTR: the signal may be consumed with a message
-                     * waiting; do not sleep before asking again. */
-                    ready_now = true;
-                } else {
-                    w->check = false;
-                    w->ready = ev & w->events;
-                    ready_now = ready_now || w->ready;
-                }
+            if (w->check) {
+                w->check = false;
+                w->ready = zsock_events(w->zsock) & w->events;
+                ready_now = ready_now || w->ready;
             }
-            if (w->zfd < 0) {
-                no_fd = true;
-                continue;
-            }
-            self->pfds[n] = (struct pollfd){.fd = w->zfd, .events = POLLIN};
+            self->pfds[n] = (struct pollfd){.fd = w->fd, .events = POLLIN};
         } else {
             short want = (short)(((w->events & ZMQ_POLLIN) ? POLLIN : 0) | ((w->events & ZMQ_POLLOUT) ? POLLOUT : 0));
             self->pfds[n] = (struct pollfd){.fd = w->fd, .events = want};
@@ -326,8 +294,6 @@ static int s_iterate(loop_t *self, long max_wait)
         wait = max_wait;
     if (ready_now)
         wait = 0;
-    else if (no_fd && (wait < 0 || wait > NO_FD_POLL_MS))
-        wait = NO_FD_POLL_MS;
     int rc = poll(self->pfds, (nfds_t)n, wait > INT32_MAX ? -1 : (int)wait);
     if (rc < 0) {
         /* Keep what the ZMQ sockets said for the next pass. */
@@ -342,14 +308,7 @@ static int s_iterate(loop_t *self, long max_wait)
             continue;
         s_watch_t *w = &self->watches[self->item_idx[k]];
         if (w->zsock) {
-            int ev;
-            if (s_zevents(w, &ev) < 0) {
-                if (errno == ETERM)
-                    return -1;
-                w->check = true;
-            } else {
-                w->ready |= ev & w->events;
-            }
+            w->ready |= zsock_events(w->zsock) & w->events;
         } else {
             /* The mapping zmq_poll uses: anything but in/out is an error. */
             w->ready = ((re & POLLIN) ? ZMQ_POLLIN : 0) | ((re & POLLOUT) ? ZMQ_POLLOUT : 0) |
@@ -390,9 +349,7 @@ int loop_run(loop_t *self)
         if (s_iterate(self, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == ETERM)
-                return 0;
-            log_error("poll: %s", zmq_strerror(errno));
+            log_error("poll: %s", strerror(errno));
             return -1;
         }
     }

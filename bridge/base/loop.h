@@ -21,8 +21,10 @@ typedef void (loop_timer_fn)(loop_t *loop, void *ud);
 loop_t *loop_new(void);
 void loop_destroy(loop_t **self_p);
 
-/* Watches a file descriptor (zsock == NULL) or a ZMQ socket. events is a mask
- * of ZMQ_POLLIN/ZMQ_POLLOUT. Returns a watch id (> 0). */
+/* Watches a file descriptor, or a ZMQ socket: a czmq zsock_t or zactor_t
+ * (its pipe), anything zsock_fd takes except the draft thread-safe socket
+ * types, which have no descriptor. events is a mask of ZMQ_POLLIN and
+ * ZMQ_POLLOUT. Returns a watch id (> 0). */
 int loop_watch_fd(loop_t *self, int fd, int events, loop_io_fn *fn, void *ud);
 int loop_watch_zsock(loop_t *self, void *zsock, int events, loop_io_fn *fn, void *ud);
 /* Changes the events of a watch; 0 pauses it. */

@@ -43,7 +43,6 @@
 
 struct kernel {
     loop_t *loop;                 /* borrowed */
-    void *zctx;                   /* borrowed */
     kernel_events_t ev;
     void *ud;
     kernel_state_t state;
@@ -120,7 +119,7 @@ static kernel_conn_t *s_new_conn(kernel_t *self, char *err, size_t errlen)
 {
     if (self->connect)
         return self->connect(self->connect_ud, self->loop, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
-    return kernel_zmq_new(self->loop, self->zctx, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+    return kernel_zmq_new(self->loop, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
 }
 
 /* The kernel's extra environment: the kernelspec's `env` with ${VAR}
@@ -787,12 +786,11 @@ static int s_gw_interrupt(kernel_t *self)
     return self->gw_interrupt ? 0 : -1;
 }
 
-kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *o, const kernel_events_t *ev, void *ud,
+kernel_t *kernel_start(loop_t *loop, const kernel_opts_t *o, const kernel_events_t *ev, void *ud,
                        char *err, size_t errlen)
 {
     kernel_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
-    self->zctx = zctx;
     self->ev = *ev;
     self->ud = ud;
     self->connect = o->connect;
@@ -954,7 +952,8 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         memset(&self->ev, 0, sizeof self->ev);
         /* loop_defer, not a plain timer: if the loop stops first (a death
          * then EOF in one pass), loop_destroy still frees it, closing its
-         * sockets before zmq_ctx_term, which would wait for them forever. */
+         * sockets before the process's ZeroMQ context ends at exit, which
+         * would wait for them (zmqctx.h). */
         self->free_timer = loop_defer(self->loop, s_free_timer, self);
         return;
     }

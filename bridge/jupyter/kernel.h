@@ -69,7 +69,7 @@ typedef struct {
 
 /* Starts (or attaches to) a kernel. Returns NULL with err filled when nothing
  * could be started; later failures arrive as on_dead. */
-kernel_t *kernel_start(loop_t *loop, void *zctx, const kernel_opts_t *opts, const kernel_events_t *ev, void *ud,
+kernel_t *kernel_start(loop_t *loop, const kernel_opts_t *opts, const kernel_events_t *ev, void *ud,
                        char *err, size_t errlen);
 /* Stops an owned kernel (shutdown_request, then SIGTERM/SIGKILL of its
  * group within grace_ms), removes its files, and frees. An attached kernel is

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zmq.h>
+#include <czmq.h>
 
-#include "buf.h"
 #include "log.h"
 #include "mem.h"
+#include "zmqctx.h"
 
 #define MAX_FRAMES 32              /* identities + delimiter + 5 + a few buffers */
 #define DRAIN_BUDGET 256           /* messages read per wake-up per socket */
@@ -21,9 +21,9 @@ typedef struct s_zconn s_zconn_t;
 typedef struct {
     s_zconn_t *conn;
     kchan_t ch;
-    void *sock;
+    zsock_t *sock;
     int watch;
-    void *mon;        /* PAIR receiving this socket's monitor events, or NULL */
+    zactor_t *mon;    /* zmonitor reporting this DEALER's handshake, or NULL */
     int mon_watch;
     bool up;          /* ZMTP handshake done: the kernel can route to us */
 } s_chan_t;
@@ -32,7 +32,7 @@ struct s_zconn {
     kernel_conn_t base;            /* must be first */
     loop_t *loop;                  /* borrowed */
     s_chan_t chans[KCHAN_COUNT];
-    void *hb;                      /* REQ socket */
+    zsock_t *hb;                   /* REQ socket */
     int hb_watch;
     uint64_t hb_timer;
     int hb_interval, hb_tolerance; /* ms; 0 = off */
@@ -53,33 +53,31 @@ const char *kernel_conn_channel_name(kchan_t ch)
     return ch < KCHAN_COUNT ? names[ch] : "?";
 }
 
+/* Reads what c's socket holds, DRAIN_BUDGET messages at most (the loop
+ * calls again for the rest). Each frame is a zframe_t holding libzmq's
+ * message: the data is not copied, and wire_decode reads it in place. A
+ * message of more than MAX_FRAMES frames is read to its end and dropped,
+ * keeping no more than MAX_FRAMES of it. */
 static void s_recv_all(s_zconn_t *self, s_chan_t *c)
 {
     for (int budget = 0; budget < DRAIN_BUDGET; budget++) {
-        zmq_msg_t frames[MAX_FRAMES];
+        /* NULL: drained (the socket's receive timeout is 0). The rest of a
+         * multipart message arrives atomically with its first frame. */
+        zframe_t *f = zframe_recv(c->sock);
+        if (!f)
+            return;
+        zframe_t *frames[MAX_FRAMES];
         size_t n = 0;
         bool overflow = false;
         for (;;) {
-            zmq_msg_t extra;
-            zmq_msg_t *f = n < MAX_FRAMES ? &frames[n] : &extra;
-            zmq_msg_init(f);
-            /* Only the first frame may be absent; the rest of a multipart
-             * message arrives atomically with it. */
-            if (zmq_msg_recv(f, c->sock, (n == 0 && !overflow) ? ZMQ_DONTWAIT : 0) < 0) {
-                zmq_msg_close(f);
-                if (n == 0 && !overflow)
-                    return; /* EAGAIN: drained */
+            bool more = zframe_more(f);
+            if (n < MAX_FRAMES)
+                frames[n++] = f;
+            else {
+                zframe_destroy(&f);
                 overflow = true;
-                break;
             }
-            int more = zmq_msg_more(f);
-            if (f == &extra) {
-                zmq_msg_close(&extra);
-                overflow = true;
-            } else {
-                n++;
-            }
-            if (!more)
+            if (!more || !(f = zframe_recv(c->sock)))
                 break;
         }
         if (overflow) {
@@ -89,8 +87,8 @@ static void s_recv_all(s_zconn_t *self, s_chan_t *c)
             const void *ptrs[MAX_FRAMES];
             size_t lens[MAX_FRAMES];
             for (size_t i = 0; i < n; i++) {
-                ptrs[i] = zmq_msg_data(&frames[i]);
-                lens[i] = zmq_msg_size(&frames[i]);
+                ptrs[i] = zframe_data(frames[i]);
+                lens[i] = zframe_size(frames[i]);
             }
             wire_msg_t m;
             wire_err_t e = wire_decode(&self->auth, self->replay, ptrs, lens, n, &m);
@@ -110,7 +108,7 @@ static void s_recv_all(s_zconn_t *self, s_chan_t *c)
             }
         }
         for (size_t i = 0; i < n; i++)
-            zmq_msg_close(&frames[i]);
+            zframe_destroy(&frames[i]);
         /* We go on using self and c after on_msg: owners never destroy a
          * connection from inside its handlers (kernel_conn.h); kernel.c
          * frees a kernel destroyed there, and this connection, from the
@@ -126,11 +124,14 @@ static void s_on_readable(loop_t *loop, void *ud, int revents)
 
 /* Ends the monitors once all three handshakes are done: nothing reads their
  * events after the kernel is ready (kernel.c waits for KCONN_UP while
- * starting only; a restart makes a new connection), and each monitor is an
- * inproc PAIR with its pipes: ~125 KB of an idle rat-py's live heap for
- * the three (massif).
+ * starting only; a restart makes a new connection), and each is a thread
+ * with inproc sockets and their pipes (the PAIRs alone were ~125 KB of an
+ * idle rat-py's live heap for the three, massif). zactor_destroy returns
+ * once the actor has stopped the socket's monitor (zmq_socket_monitor on
+ * its thread while this one waits), so the socket is never used by two
+ * threads at once.
  * Safe inside a monitor's own callback: the loop skips an unwatched watch,
- * and no other code holds these sockets. */
+ * and no other code holds these actors. */
 static void s_monitors_end(s_zconn_t *self)
 {
     for (int i = 0; i < KCHAN_COUNT; i++) {
@@ -139,9 +140,7 @@ static void s_monitors_end(s_zconn_t *self)
             continue;
         loop_unwatch(self->loop, c->mon_watch);
         c->mon_watch = 0;
-        zmq_socket_monitor(c->sock, NULL, 0);
-        zmq_close(c->mon);
-        c->mon = NULL;
+        zactor_destroy(&c->mon);
     }
 }
 
@@ -153,27 +152,15 @@ static void s_on_monitor(loop_t *loop, void *ud, int revents)
 {
     s_chan_t *c = ud;
     s_zconn_t *self = c->conn;
-    for (;;) {
-        zmq_msg_t ev, addr;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            break;
-        }
-        uint16_t id = 0;
-        if (zmq_msg_size(&ev) >= 2)
-            memcpy(&id, zmq_msg_data(&ev), sizeof id);
-        bool more = zmq_msg_more(&ev);
-        zmq_msg_close(&ev);
-        if (more) {
-            zmq_msg_init(&addr);
-            zmq_msg_recv(&addr, c->mon, 0);
-            zmq_msg_close(&addr);
-        }
-        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+    /* An event is [name, value, address]; the name is all we need. NULL:
+     * none left (the pipe's receive timeout is 0). */
+    char *name = NULL;
+    while (zsock_recv(c->mon, "s", &name) == 0) {
+        if (name && strcmp(name, "HANDSHAKE_SUCCEEDED") == 0)
             c->up = true;
-        else if (id == ZMQ_EVENT_DISCONNECTED)
+        else if (name && strcmp(name, "DISCONNECTED") == 0)
             c->up = false;
+        zstr_free(&name);
     }
     bool all = self->chans[KCHAN_SHELL].up && self->chans[KCHAN_CONTROL].up && self->chans[KCHAN_STDIN].up;
     if (all && !self->all_up) {
@@ -193,22 +180,24 @@ static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const c
     const char *ptext = parent ? json_object_to_json_string_ext(parent, JSON_C_TO_STRING_PLAIN) : NULL;
     wire_encode(&self->out, &self->auth, self->session, msg_type, ptext, content);
     const char *id = self->out.msg_id;
-    void *s = self->chans[ch].sock;
+    zsock_t *s = self->chans[ch].sock;
     if (strcmp(msg_type, "shutdown_request") == 0) {
         /* The connection is closed right after (kernel_destroy does not wait
          * for a replaced R kernel): libzmq's I/O thread still delivers this
-         * after zmq_close, for at most this long, which zmq_ctx_term may then
-         * wait at exit. Everything else is dropped at close (linger 0). */
-        int linger = 200;
-        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+         * after the socket is closed, for at most this long, which the
+         * context's end may then wait at exit. Everything else is dropped
+         * at close (linger 0). */
+        zsock_set_linger(s, 200);
     }
-    int rc = 0;
-    rc |= zmq_send(s, WIRE_DELIM, sizeof WIRE_DELIM - 1, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
-    rc |= zmq_send(s, self->out.sig, strlen(self->out.sig), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0;
-    for (int i = 0; i < 4 && !rc; i++)
-        rc |= zmq_send(s, wire_out_part(&self->out, i), self->out.len[i], (i < 3 ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0;
+    /* One multipart message: delimiter, signature, header, parent header,
+     * metadata, content. It fails at once (send timeout 0) rather than
+     * block the loop when the kernel's queue is full. */
+    const wire_out_t *o = &self->out;
+    int rc = zsock_send(s, "ssbbbb", WIRE_DELIM, o->sig, (byte *)wire_out_part(o, 0), o->len[0],
+                        (byte *)wire_out_part(o, 1), o->len[1], (byte *)wire_out_part(o, 2), o->len[2],
+                        (byte *)wire_out_part(o, 3), o->len[3]);
     loop_watch_kick(self->loop, self->chans[ch].watch); /* a send can eat the recv signal */
-    if (rc) {
+    if (rc < 0) {
         log_warn("%s: cannot send %s: %s", kernel_conn_channel_name(ch), msg_type, zmq_strerror(errno));
         return -1;
     }
@@ -222,8 +211,9 @@ static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const c
 static void s_hb_readable(loop_t *loop, void *ud, int revents)
 {
     s_zconn_t *self = ud;
-    char buf[64];
-    while (zmq_recv(self->hb, buf, sizeof buf, ZMQ_DONTWAIT) >= 0) {
+    zframe_t *pong;
+    while ((pong = zframe_recv(self->hb))) {
+        zframe_destroy(&pong);
         if (self->hb_sent_us) {
             self->hb_rtt_us = (long)(loop_now_us() - self->hb_sent_us);
             self->hb_sent_us = 0;
@@ -252,7 +242,7 @@ static void s_hb_tick(loop_t *loop, void *ud)
         self->hb_sent_us = 0; /* REQ_RELAXED lets us ping again */
     }
     if (!self->hb_sent_us) {
-        if (zmq_send(self->hb, "ping", 4, ZMQ_DONTWAIT) == 4)
+        if (zstr_send(self->hb, "ping") == 0)
             self->hb_sent_us = now;
         loop_watch_kick(self->loop, self->hb_watch);
     }
@@ -286,16 +276,11 @@ static void s_destroy(kernel_conn_t *base)
         s_chan_t *c = &self->chans[i];
         loop_unwatch(self->loop, c->watch);
         loop_unwatch(self->loop, c->mon_watch);
-        if (c->sock) {
-            zmq_socket_monitor(c->sock, NULL, 0);
-            zmq_close(c->sock);
-        }
-        if (c->mon)
-            zmq_close(c->mon);
+        zactor_destroy(&c->mon); /* before its socket, which it monitors */
+        zsock_destroy(&c->sock);
     }
     loop_unwatch(self->loop, self->hb_watch);
-    if (self->hb)
-        zmq_close(self->hb);
+    zsock_destroy(&self->hb);
     wire_auth_free(&self->auth);
     wire_replay_destroy(&self->replay);
     wire_out_free(&self->out);
@@ -311,44 +296,45 @@ static const kernel_conn_ops_t s_ops = {
 
 int kernel_zmq_test_connect_delay_ms;
 
-/* A socket with our options, not connected yet (see s_connect_to). */
-static void *s_socket(void *zctx, int type, const char *identity, char *err, size_t errlen)
+/* A socket with our options, not connected yet (see s_connect_to).
+ * zsock_new aborts when libzmq cannot make a socket, which happens only
+ * when the process is out of descriptors: in HTTP mode, where clients hold
+ * descriptors, server.c keeps the connection limit well under the
+ * descriptor limit. */
+static zsock_t *s_socket(int type, const char *identity)
 {
-    void *s = zmq_socket(zctx, type);
-    if (!s) {
-        snprintf(err, errlen, "zmq_socket: %s", zmq_strerror(errno));
-        return NULL;
-    }
-    int zero = 0, hwm = 10000, ivl = 10, ivl_max = 0;
-    int64_t maxmsg = 256LL << 20;
-    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    zsock_t *s = zsock_new(type);
+    zsock_set_linger(s, 0);
+    /* Never block the loop: a send or receive that cannot happen at once
+     * fails with EAGAIN (zframe_recv returns NULL: drained). */
+    zsock_set_sndtimeo(s, 0);
+    zsock_set_rcvtimeo(s, 0);
     /* The kernel binds while we are already connecting: retry every 10 ms
      * (plus libzmq's jitter, up to another 10) and never back off. libzmq's
      * default is 100 ms; a backoff (we had one up to 500 ms) made half of all
      * cold starts wait up to that long after a kernel had bound its ports.
      * A refused loopback connect costs microseconds, so retrying five sockets
      * every 10 ms while a kernel is down is cheap. */
-    zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
-    zmq_setsockopt(s, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
-    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zsock_set_reconnect_ivl(s, 10);
+    zsock_set_reconnect_ivl_max(s, 0);
+    zsock_set_maxmsgsize(s, 256 << 20);
+    zsock_set_rcvhwm(s, 10000);
     if (identity)
-        zmq_setsockopt(s, ZMQ_ROUTING_ID, identity, strlen(identity));
+        zsock_set_identity(s, identity);
     if (type == ZMQ_SUB)
-        zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+        zsock_set_subscribe(s, "");
     if (type == ZMQ_REQ) {
-        int one = 1;
-        zmq_setsockopt(s, ZMQ_REQ_RELAXED, &one, sizeof one);
-        zmq_setsockopt(s, ZMQ_REQ_CORRELATE, &one, sizeof one);
+        zsock_set_req_relaxed(s, 1);
+        zsock_set_req_correlate(s, 1);
     }
     return s;
 }
 
-static int s_connect_to(void *s, const connfile_t *ci, int which, char *err, size_t errlen)
+static int s_connect_to(zsock_t *s, const connfile_t *ci, int which, char *err, size_t errlen)
 {
     char ep[300];
     connfile_endpoint(ci, which, ep, sizeof ep);
-    if (zmq_connect(s, ep) < 0) {
+    if (zsock_connect(s, "%s", ep) < 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", ep, zmq_strerror(errno));
         return -1;
     }
@@ -360,9 +346,27 @@ static int s_connect_to(void *s, const connfile_t *ci, int which, char *err, siz
     return 0;
 }
 
-kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
+/* A kernel's ROUTER silently drops messages for a peer whose handshake has
+ * not finished (see s_on_monitor). czmq's zmonitor reports it: an actor,
+ * i.e. a thread of czmq's, per DEALER, from before its connect (with a
+ * kernel already listening, as when attaching, the handshake can finish at
+ * once, and a monitor started after it would never report it: issue 14
+ * item 3) until the three handshakes are done (s_monitors_end), a few
+ * milliseconds into a kernel's life. START returns once the monitor is on. */
+static zactor_t *s_monitor(zsock_t *sock)
+{
+    zactor_t *mon = zactor_new(zmonitor, sock);
+    zstr_sendx(mon, "LISTEN", "HANDSHAKE_SUCCEEDED", "DISCONNECTED", NULL);
+    zstr_send(mon, "START");
+    zsock_wait(mon);
+    zsock_set_rcvtimeo(mon, 0);
+    return mon;
+}
+
+kernel_conn_t *kernel_zmq_new(loop_t *loop, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
                               kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen)
 {
+    zmqctx_init();
     s_zconn_t *self = xcalloc(1, sizeof *self);
     self->base.ops = &s_ops;
     self->base.on_msg = on_msg;
@@ -384,26 +388,10 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, ke
         s_chan_t *c = &self->chans[i];
         c->conn = self;
         c->ch = i;
-        c->sock = s_socket(zctx, types[i], types[i] == ZMQ_DEALER ? self->session : NULL, err, errlen);
-        if (!c->sock) {
-            s_destroy(&self->base);
-            return NULL;
-        }
+        c->sock = s_socket(types[i], types[i] == ZMQ_DEALER ? self->session : NULL);
         c->watch = loop_watch_zsock(loop, c->sock, ZMQ_POLLIN, s_on_readable, c);
-        /* The monitor before the connect: with a kernel already listening
-         * (attaching) the handshake can finish at once, and a monitor
-         * started after it would never report it (issue 14 item 3). */
         if (types[i] == ZMQ_DEALER) {
-            char addr[96];
-            snprintf(addr, sizeof addr, "inproc://rat-monitor-%p-%d", (void *)self, (int)i);
-            c->mon = zmq_socket(zctx, ZMQ_PAIR);
-            if (!c->mon || zmq_socket_monitor(c->sock, addr, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) < 0 ||
-                zmq_connect(c->mon, addr) < 0) {
-                snprintf(err, errlen, "cannot monitor the %s socket: %s", kernel_conn_channel_name(i),
-                         zmq_strerror(errno));
-                s_destroy(&self->base);
-                return NULL;
-            }
+            c->mon = s_monitor(c->sock);
             c->mon_watch = loop_watch_zsock(loop, c->mon, ZMQ_POLLIN, s_on_monitor, c);
         }
         if (s_connect_to(c->sock, ci, ports[i], err, errlen) < 0) {
@@ -411,11 +399,11 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, ke
             return NULL;
         }
     }
-    self->hb = s_socket(zctx, ZMQ_REQ, NULL, err, errlen);
-    if (!self->hb || s_connect_to(self->hb, ci, CONN_HB, err, errlen) < 0) {
+    self->hb = s_socket(ZMQ_REQ, NULL);
+    self->hb_watch = loop_watch_zsock(loop, self->hb, ZMQ_POLLIN, s_hb_readable, self);
+    if (s_connect_to(self->hb, ci, CONN_HB, err, errlen) < 0) {
         s_destroy(&self->base);
         return NULL;
     }
-    self->hb_watch = loop_watch_zsock(loop, self->hb, ZMQ_POLLIN, s_hb_readable, self);
     return &self->base;
 }

@@ -5,7 +5,8 @@
  * everything, hb a REQ with RELAXED+CORRELATE so a lost ping never wedges it.
  * Every incoming message is verified (wire_decode) before its JSON is
  * parsed; rejected ones are counted and dropped. All sockets live on the loop
- * thread. */
+ * thread; while the three DEALERs handshake, czmq's zmonitor actors (a
+ * thread each) report it (kernel_zmq.c, s_monitor). */
 #ifndef RAT_KERNEL_ZMQ_H
 #define RAT_KERNEL_ZMQ_H
 
@@ -15,9 +16,9 @@
 #include "kernel_conn.h"
 #include "loop.h"
 
-/* zctx is a zmq context shared by the process (borrowed). Returns NULL with
- * err filled if the sockets cannot be created or connected. */
-kernel_conn_t *kernel_zmq_new(loop_t *loop, void *zctx, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
+/* The sockets are czmq's, in the process's context (zmqctx.h). Returns NULL
+ * with err filled if they cannot be connected. */
+kernel_conn_t *kernel_zmq_new(loop_t *loop, const connfile_t *ci, kernel_conn_msg_fn *on_msg,
                               kernel_conn_event_fn *on_event, void *ud, char *err, size_t errlen);
 
 /* For tests only: sleep this long (ms) after each socket's connect, so a

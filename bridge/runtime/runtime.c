@@ -37,11 +37,10 @@ static const char *s_state_text(runtime_t *self)
 }
 
 
-runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *o, char *err, size_t errlen)
+runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t errlen)
 {
     runtime_t *self = xcalloc(1, sizeof *self);
     self->loop = loop;
-    self->zctx = zctx;
     self->kernel_name = xstrdup(o->kernel_name ? o->kernel_name : "python3");
     self->existing = xstrdup(o->existing);
     self->cwd = xstrdup(o->cwd);

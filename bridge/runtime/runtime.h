@@ -137,7 +137,7 @@ typedef void (runtime_text_fn)(void *ud, const char *text, const char *err);
 
 /* Starts the kernel in the background; returns at once. NULL with err filled
  * when the configuration is unusable (e.g. no such kernelspec). */
-runtime_t *runtime_new(loop_t *loop, void *zctx, const runtime_opts_t *opts, char *err, size_t errlen);
+runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *opts, char *err, size_t errlen);
 /* Stops the kernel (owned ones within grace_ms) and frees everything. */
 void runtime_destroy(runtime_t **self_p, int grace_ms);
 /* Before runtime_destroy, for a kernel rat-py attached to (not one it

@@ -163,7 +163,6 @@ typedef struct rt_pending_reset {
 
 struct runtime {
     loop_t *loop;                  /* borrowed */
-    void *zctx;                    /* borrowed */
     /* options, owned copies */
     char *kernel_name, *existing, *cwd, *runtime_dir, *assets_dir, *interpreter, *env_note;
     assets_t *assets;              /* borrowed, may be NULL */

@@ -85,7 +85,7 @@ static void s_spare_start(loop_t *loop, void *ud)
         .connect_ud = self->connect_ud,
     };
     char err[1024];
-    self->spare = kernel_start(self->loop, self->zctx, &ko, &s_spare_events, self, err, sizeof err);
+    self->spare = kernel_start(self->loop, &ko, &s_spare_events, self, err, sizeof err);
     if (!self->spare) {
         log_warn("spare kernel: %s", err);
         self->spare_failures++;

@@ -224,7 +224,7 @@ void rt_start_kernel(runtime_t *self)
     }
     char err[1024];
     self->kstate = ST_STARTING;
-    self->kernel = kernel_start(self->loop, self->zctx, &ko, &rt_kernel_events, self, err, sizeof err);
+    self->kernel = kernel_start(self->loop, &ko, &rt_kernel_events, self, err, sizeof err);
     if (!self->kernel) {
         self->kstate = ST_FAILED;
         free(self->fail_reason);

@@ -1,16 +1,17 @@
 /* Unit tests of the reactor (bridge/base/loop.c): ZMQ sockets are polled through
- * their edge-triggered ZMQ_FD, so every way a wake-up could be lost is
- * checked here with a real inproc socket pair; plain fds keep zmq_poll's
- * revents mapping. */
+ * their edge-triggered descriptor (zsock_fd), so every way a wake-up could
+ * be lost is checked here with a real inproc czmq socket pair; plain fds
+ * keep zmq_poll's revents mapping. */
 #include <poll.h>
 #include <unistd.h>
-#include <zmq.h>
+#include <czmq.h>
 
 #include "check.h"
 #include "loop.h"
+#include "zmqctx.h"
 
 typedef struct {
-    void *sock;
+    zsock_t *sock;
     int calls;    /* callback invocations */
     int received; /* messages taken */
     int per_call; /* messages taken per call (0: all) */
@@ -23,10 +24,11 @@ static void s_on_zsock(loop_t *loop, void *ud, int revents)
     s_sink_t *s = ud;
     s->calls++;
     s->revents = revents;
-    char buf[16];
     for (int n = 0; s->per_call == 0 || n < s->per_call; n++) {
-        if (zmq_recv(s->sock, buf, sizeof buf, ZMQ_DONTWAIT) < 0)
+        zframe_t *f = zframe_recv(s->sock); /* receive timeout 0: NULL when none */
+        if (!f)
             break;
+        zframe_destroy(&f);
         s->received++;
     }
 }
@@ -37,14 +39,6 @@ static void s_on_fd(loop_t *loop, void *ud, int revents)
     s_sink_t *s = ud;
     s->calls++;
     s->revents = revents;
-}
-
-static int s_zfd(void *sock)
-{
-    int fd = -1;
-    size_t len = sizeof fd;
-    zmq_getsockopt(sock, ZMQ_FD, &fd, &len);
-    return fd;
 }
 
 static bool s_fd_readable(int fd)
@@ -61,31 +55,26 @@ static void s_settle(loop_t *loop)
 }
 
 typedef struct {
-    void *ctx, *a, *b;
+    zsock_t *a, *b;
     loop_t *loop;
 } s_pair_t;
 
 static void s_pair_open(s_pair_t *p, const char *name)
 {
-    p->ctx = zmq_ctx_new();
-    p->a = zmq_socket(p->ctx, ZMQ_PAIR);
-    p->b = zmq_socket(p->ctx, ZMQ_PAIR);
-    char ep[64];
-    snprintf(ep, sizeof ep, "inproc://%s", name);
-    zmq_bind(p->a, ep);
-    zmq_connect(p->b, ep);
+    zmqctx_init();
+    p->a = zsock_new_pair(NULL);
+    p->b = zsock_new_pair(NULL);
+    zsock_set_rcvtimeo(p->a, 0);
+    CHECK(zsock_bind(p->a, "inproc://%s", name) == 0);
+    CHECK(zsock_connect(p->b, "inproc://%s", name) == 0);
     p->loop = loop_new();
 }
 
 static void s_pair_close(s_pair_t *p)
 {
     loop_destroy(&p->loop);
-    int zero = 0;
-    zmq_setsockopt(p->a, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_setsockopt(p->b, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_close(p->a);
-    zmq_close(p->b);
-    zmq_ctx_term(p->ctx);
+    zsock_destroy(&p->a);
+    zsock_destroy(&p->b);
 }
 
 static void test_message_wakes_watch(void)
@@ -96,14 +85,14 @@ static void test_message_wakes_watch(void)
     loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
     s_settle(p.loop);
     CHECK_EQ_INT(s.received, 0);
-    zmq_send(p.b, "x", 1, 0);
+    zstr_send(p.b, "x");
     s_settle(p.loop);
     CHECK_EQ_INT(s.received, 1);
     CHECK(s.revents & ZMQ_POLLIN);
     s_pair_close(&p);
 }
 
-/* Reading ZMQ_EVENTS (like any operation on the socket) consumes the fd's
+/* Reading its events (like any operation on the socket) consumes the fd's
  * signal while the message stays queued: only loop_watch_kick tells the
  * loop to look again. */
 static void test_kick_after_outside_use(void)
@@ -113,13 +102,10 @@ static void test_kick_after_outside_use(void)
     s_sink_t s = {.sock = p.a};
     int id = loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
     s_settle(p.loop);
-    zmq_send(p.b, "x", 1, 0);
-    int fd = s_zfd(p.a);
+    zstr_send(p.b, "x");
+    int fd = zsock_fd(p.a);
     CHECK(s_fd_readable(fd));
-    int ev = 0;
-    size_t len = sizeof ev;
-    zmq_getsockopt(p.a, ZMQ_EVENTS, &ev, &len);
-    CHECK(ev & ZMQ_POLLIN);
+    CHECK(zsock_events(p.a) & ZMQ_POLLIN);
     CHECK(!s_fd_readable(fd)); /* the premise: the signal is gone */
     loop_watch_kick(p.loop, id);
     CHECK(loop_run_once(p.loop, 200) > 0);
@@ -137,7 +123,7 @@ static void test_leftovers_served_without_new_signal(void)
     loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
     s_settle(p.loop);
     for (int i = 0; i < 3; i++)
-        zmq_send(p.b, "x", 1, 0);
+        zstr_send(p.b, "x");
     s_settle(p.loop);
     CHECK_EQ_INT(s.received, 3);
     CHECK_EQ_INT(s.calls, 3);
@@ -153,7 +139,7 @@ static void test_resume_serves_pending(void)
     int id = loop_watch_zsock(p.loop, p.a, ZMQ_POLLIN, s_on_zsock, &s);
     s_settle(p.loop);
     loop_watch_set(p.loop, id, 0);
-    zmq_send(p.b, "x", 1, 0);
+    zstr_send(p.b, "x");
     s_settle(p.loop);
     CHECK_EQ_INT(s.received, 0);
     loop_watch_set(p.loop, id, ZMQ_POLLIN);

@@ -279,7 +279,7 @@ static void s_start(bool spare)
     char err[256] = "";
     memset(g_conns, 0, sizeof g_conns);
     g_nconns = 0;
-    g_rt = runtime_new(g_loop, NULL, &o, err, sizeof err);
+    g_rt = runtime_new(g_loop, &o, err, sizeof err);
     CHECK(g_rt != NULL);
     CHECK_EQ_INT(g_nconns, 1);
 }
@@ -639,7 +639,7 @@ static void test_attached_restart_while_attaching(void)
     char err[256] = "";
     memset(g_conns, 0, sizeof g_conns);
     g_nconns = 0;
-    g_rt = runtime_new(g_loop, NULL, &o, err, sizeof err);
+    g_rt = runtime_new(g_loop, &o, err, sizeof err);
     CHECK(g_rt != NULL);
     if (!g_rt)
         return;
@@ -687,7 +687,7 @@ static s_fake_t *s_start_attached(char *file, size_t filelen)
     char err[256] = "";
     memset(g_conns, 0, sizeof g_conns);
     g_nconns = 0;
-    g_rt = runtime_new(g_loop, NULL, &o, err, sizeof err);
+    g_rt = runtime_new(g_loop, &o, err, sizeof err);
     CHECK(g_rt != NULL);
     if (!g_rt)
         return NULL;
@@ -843,7 +843,7 @@ static void test_unfollowed_death_is_announced(void)
 /* A kernel freed out of its own death handler is freed from the loop; when
  * the loop stops before that pass (a death, then EOF or SIGTERM in the same
  * pass), loop_destroy must still free it: its ZMQ sockets would otherwise
- * keep zmq_ctx_term waiting forever at exit. */
+ * keep the ZeroMQ context's end waiting at exit. */
 static void test_death_then_shutdown_frees_the_kernel(void)
 {
     loop_t *saved = g_loop;
