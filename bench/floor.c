@@ -221,7 +221,7 @@ int main(int argc, char **argv)
         path = xasprintf("%s/kernel-floor-%ld.json", rt, (long)getpid());
         log = xasprintf("%s/kernel-floor-%ld.log", rt, (long)getpid());
         connfile_write(path, &ci, err, sizeof err);
-        kargv = kernelspec_argv(ks, path);
+        kargv = kernelspec_argv(ks, path, NULL);
         parent = xasprintf("JPY_PARENT_PID=%ld", (long)getpid());
         char *env[] = {"PYDEVD_DISABLE_FILE_VALIDATION=1", parent, NULL};
         kernel_proc_opts_t po = {.argv = kargv, .env_extra = env, .log_path = log};

@@ -19,8 +19,8 @@
  * rat_server_new returns. */
 struct rat_server {
     rat_options_t opts;
-    char *cwd, *kernel, *python, *venv, *existing, *assets_dir, *log_level, *host, *token; /* owned */
-    char *gateway, *gateway_token, *gateway_ca, *tls_cert, *tls_key;                      /* owned */
+    char *cwd, *kernel, *python, *venv, *kernelspec_dir, *existing, *assets_dir, *log_level, *host, *token; /* owned */
+    char *gateway, *gateway_token, *gateway_ca, *tls_cert, *tls_key;                                      /* owned */
     char **origins;        /* owned (strv), NULL-terminated; NULL when none */
     /* rat_server_stop: a byte in this non-blocking pipe. The run watches the
      * read end; the pipe is drained only when a run returns, so a stop that
@@ -50,14 +50,23 @@ int rat_options_check(const rat_options_t *o, char *err, size_t errlen)
                  o->log_level);
         return -1;
     }
-    if (o->existing && (o->kernel || o->python || o->venv)) {
+    if (o->existing && (o->kernel || o->python || o->venv || o->kernelspec_dir)) {
         snprintf(err, errlen, "--existing (existing) attaches to a running kernel; it cannot be combined with "
-                              "--kernel, --python or --venv");
+                              "--kernel, --python, --venv or --kernelspec-dir");
         return -1;
     }
-    if (o->gateway && (o->python || o->venv || o->spare)) {
+    if (o->gateway && (o->python || o->venv || o->kernelspec_dir || o->spare)) {
         snprintf(err, errlen, "--gateway (gateway) runs the kernel on a Jupyter Server; it cannot be combined with "
-                              "--python, --venv or --spare");
+                              "--python, --venv, --kernelspec-dir or --spare");
+        return -1;
+    }
+    if (o->kernel && o->kernelspec_dir) {
+        snprintf(err, errlen, "--kernel (kernel) names an installed kernelspec, --kernelspec-dir (kernelspec_dir) "
+                              "gives rat-py's own; give one of them");
+        return -1;
+    }
+    if (o->kernelspec_dir && !o->kernelspec_dir[0]) {
+        snprintf(err, errlen, "--kernelspec-dir (kernelspec_dir) cannot be empty");
         return -1;
     }
     if (!o->gateway && (o->gateway_token || o->gateway_ca || o->gateway_insecure)) {
@@ -132,6 +141,7 @@ rat_server_t *rat_server_new(const rat_options_t *o, char *err, size_t errlen)
     c->kernel = s_keep(&s->kernel, o->kernel);
     c->python = s_keep(&s->python, o->python);
     c->venv = s_keep(&s->venv, o->venv);
+    c->kernelspec_dir = s_keep(&s->kernelspec_dir, o->kernelspec_dir);
     c->existing = s_keep(&s->existing, o->existing);
     c->assets_dir = s_keep(&s->assets_dir, o->assets_dir);
     c->log_level = s_keep(&s->log_level, o->log_level);
@@ -212,7 +222,7 @@ void rat_server_destroy(rat_server_t **s_p)
     rat_server_t *s = *s_p;
     char *owned[] = {s->cwd,        s->kernel,    s->python, s->venv, s->existing,
                      s->assets_dir, s->log_level, s->host,   s->token, s->gateway,
-                     s->gateway_token, s->gateway_ca, s->tls_cert, s->tls_key};
+                     s->gateway_token, s->gateway_ca, s->tls_cert, s->tls_key, s->kernelspec_dir};
     char *secrets[] = {s->token, s->gateway_token}; /* wiped: doc/security.md, Secrets */
     for (size_t i = 0; i < 2; i++)
         if (secrets[i])

@@ -125,14 +125,16 @@ static char *s_runtime_dir(bool *is_temp, const server_ctl_t *ctl)
 
 /* How the default (Python) kernel starts when it works in dir: the
  * interpreter of --python, --venv, $VIRTUAL_ENV or a venv found there
- * (interp.h), else the python3 kernelspec (*argv NULL), else any Python
- * with ipykernel. Fills the owned out parameters. Returns 0, or an exit
- * status with err filled. */
-static int s_python_kernel(const rat_options_t *cfg, const char *dir, char ***argv_out, char **interp_out,
+ * (interp.h), else the python3 kernelspec (*python_out NULL), else any
+ * Python with ipykernel. An interpreter runs a stock ipykernel through
+ * rat-py's kernelspec (kernelspec/kernel.json, or the copy in
+ * --kernelspec-dir, which always wants one) as its {python}. Fills the
+ * owned out parameters. Returns 0, or an exit status with err filled. */
+static int s_python_kernel(const rat_options_t *cfg, const char *dir, char **python_out, char **interp_out,
                            char **note_out, char *err, size_t errlen)
 {
     interp_t it = {0};
-    *argv_out = NULL;
+    *python_out = NULL;
     *interp_out = *note_out = NULL;
     if (interp_resolve(dir, cfg->python, cfg->venv, &it, err, errlen) < 0)
         return 2;
@@ -141,47 +143,42 @@ static int s_python_kernel(const rat_options_t *cfg, const char *dir, char ***ar
     char *python = it.python;
     it.python = NULL;
     interp_free(&it);
-    if (!python) {
+    if (!python && !cfg->kernelspec_dir) {
         kernelspec_t *ks = kernelspec_find("python3", err, errlen);
         if (ks) {
             kernelspec_destroy(&ks);
             return 0;
         }
-        python = interp_find_python_with_ipykernel();
-        if (!python) {
-            snprintf(err, errlen, "there is no python3 kernelspec and no Python with ipykernel on this machine; install "
-                                  "one (Debian: apt install python3-ipykernel; pip: pip install ipykernel)");
-            FREE_AND_NULL(*note_out);
-            return 1;
-        }
     }
-    char **argv = xcalloc(6, sizeof *argv);
-    argv[0] = python;
-    argv[1] = xstrdup("-m");
-    argv[2] = xstrdup("ipykernel_launcher");
-    argv[3] = xstrdup("-f");
-    argv[4] = xstrdup("{connection_file}");
-    *argv_out = argv;
+    if (!python)
+        python = interp_find_python_with_ipykernel();
+    if (!python) {
+        snprintf(err, errlen, "there is no %sPython with ipykernel on this machine; install one (Debian: apt install "
+                              "python3-ipykernel; pip: pip install ipykernel)",
+                 cfg->kernelspec_dir ? "" : "python3 kernelspec and no ");
+        FREE_AND_NULL(*note_out);
+        return 1;
+    }
+    *python_out = python;
     *interp_out = xstrdup(python);
     return 0;
 }
 
 /* workdir_kernel_fn: how the kernel starts in dir (a client's root). */
-static int s_kernel_in(void *ud, const char *dir, char ***argv, char **interp, char **note, char *err, size_t errlen)
+static int s_kernel_in(void *ud, const char *dir, char **python, char **interp, char **note, char *err, size_t errlen)
 {
     const rat_options_t *cfg = ud;
     if (cfg->kernel) { /* a kernelspec: the same in every directory */
-        *argv = NULL;
-        *interp = *note = NULL;
+        *python = *interp = *note = NULL;
         return 0;
     }
-    return s_python_kernel(cfg, dir, argv, interp, note, err, errlen) ? -1 : 0;
+    return s_python_kernel(cfg, dir, python, interp, note, err, errlen) ? -1 : 0;
 }
 
 /* Works out how to start the kernel. Fills ro (pointing into the owned
  * strings returned through the out parameters). Returns 0, or an exit status. */
 static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, char **interp, char **note,
-                           char ***argv_out, char **existing_out, const server_ctl_t *ctl)
+                           char **python_out, char **existing_out, const server_ctl_t *ctl)
 {
     char err[2048];
     if (cfg->gateway) {
@@ -207,15 +204,16 @@ static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_op
         ro->kernel_name = cfg->kernel;
         return 0;
     }
-    int status = s_python_kernel(cfg, cwd, argv_out, interp, note, err, sizeof err);
+    int status = s_python_kernel(cfg, cwd, python_out, interp, note, err, sizeof err);
     if (status) {
         s_fail(ctl, "%s", err);
         return status;
     }
     ro->env_note = *note;
-    ro->argv = *argv_out;
+    ro->python = *python_out;
+    ro->kernelspec_dir = cfg->kernelspec_dir;
     ro->interpreter = *interp;
-    if (!*argv_out)
+    if (!*python_out)
         ro->kernel_name = "python3";
     return 0;
 }
@@ -385,8 +383,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     char *cwd = fileio_realpath(cfg->cwd ? cfg->cwd : ".");
     char *assets = NULL, *rtdir = NULL, *existing = NULL;
     bool rtdir_temp = false;
-    char **argv = NULL;
-    char *interp = NULL, *env_note = NULL;
+    char *python = NULL, *interp = NULL, *env_note = NULL;
     workdir_t *workdir = NULL;
     loop_t *loop = NULL;
     mcp_server_t *mcp = NULL;
@@ -419,7 +416,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         .allow_restart = cfg->allow_restart,
         .spare = cfg->spare,
     };
-    status = s_choose_kernel(cfg, cwd, &ro, &interp, &env_note, &argv, &existing, ctl);
+    status = s_choose_kernel(cfg, cwd, &ro, &interp, &env_note, &python, &existing, ctl);
     if (status)
         goto out;
 
@@ -488,7 +485,7 @@ out:
     if (loop)
         loop_unwatch(loop, stop_watch);
     loop_destroy(&loop);
-    strv_free(argv);
+    free(python);
     free(interp);
     free(env_note);
     free(existing);

@@ -38,6 +38,9 @@ void config_usage(FILE *out)
           "  --venv DIR           run the Python kernel in this virtual environment\n"
           "                       (default: $VIRTUAL_ENV, else ./.venv in DIR or a parent, when\n"
           "                       it has ipykernel)\n"
+          "  --kernelspec-dir DIR launch that Python with the kernel.json in DIR, a changed copy\n"
+          "                       of rat-py's kernelspec (argv, env, interrupt_mode; {python} is\n"
+          "                       the interpreter), instead of the built-in one\n"
           "  --existing FILE|NAME attach to a running kernel's connection file instead of\n"
           "                       starting one (it keeps running when rat-py exits)\n"
           "  --allow-restart      let ctl restart act on an --existing kernel\n"
@@ -317,6 +320,7 @@ int config_parse(config_t *cfg, int argc, char **argv)
         OPT("--kernel", kernel)
         OPT("--python", python)
         OPT("--venv", venv)
+        OPT("--kernelspec-dir", kernelspec_dir)
         OPT("--existing", existing)
         OPT("--assets-dir", assets_dir)
         OPT("--log-level", log_level)
@@ -365,7 +369,7 @@ missing:
     }
     /* Jupyter's own gateway client's variables, unless a local kernel was asked for. */
     const char *gu = getenv("JUPYTER_GATEWAY_URL");
-    if (!o->gateway && gu && *gu && !o->python && !o->venv && !o->spare)
+    if (!o->gateway && gu && *gu && !o->python && !o->venv && !o->kernelspec_dir && !o->spare)
         o->gateway = gu;
     const char *gt = getenv("JUPYTER_GATEWAY_AUTH_TOKEN");
     if (o->gateway && !o->gateway_token && gt && *gt)

@@ -123,9 +123,9 @@ static int s_main(config_t *cfg, const family_t *fam)
     char *family_kernel_name = NULL;
     if (fam->language && !o->kernel && !o->existing) {
         char err[1024];
-        if (o->python || o->venv) {
-            fprintf(stderr, "%s: --python and --venv choose the Python kernel; %s runs %s\n", fam->prog, fam->prog,
-                    fam->what);
+        if (o->python || o->venv || o->kernelspec_dir) {
+            fprintf(stderr, "%s: --python, --venv and --kernelspec-dir choose the Python kernel; %s runs %s\n",
+                    fam->prog, fam->prog, fam->what);
             return 2;
         }
         family_kernel_name = family_kernel(fam, err, sizeof err);

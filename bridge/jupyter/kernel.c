@@ -815,13 +815,13 @@ kernel_t *kernel_start(loop_t *loop, const kernel_opts_t *o, const kernel_events
             goto fail;
         s_connect(self);
     } else {
-        if (o->argv) {
-            self->argv_template = strv_dup(o->argv);
-        } else {
-            /* {resource_dir} and {prefix} now; {connection_file} stays for
-             * each launch. */
-            self->argv_template = kernelspec_argv(o->spec, "{connection_file}");
+        if (!o->spec) {
+            snprintf(err, errlen, "no kernelspec to start the kernel from");
+            goto fail;
         }
+        /* {resource_dir}, {prefix} and {python} now; {connection_file}
+         * stays for each launch. */
+        self->argv_template = kernelspec_argv(o->spec, "{connection_file}", o->python);
         self->env_extra = s_env(o);
         self->cwd = xstrdup(o->cwd);
         self->interrupt_message = o->spec && o->spec->interrupt_message;

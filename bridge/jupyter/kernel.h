@@ -48,7 +48,7 @@ typedef struct {
 
 typedef struct {
     const kernelspec_t *spec;  /* launch from this spec ... */
-    char *const *argv;         /* ... or with this argv (overrides spec->argv) */
+    const char *python;        /* (its {python}, or NULL: kernelspec_argv) */
     const char *existing;      /* ... or attach to this connection file */
     const char *cwd;           /* kernel working directory (owned kernels) */
     char *const *env_extra;    /* extra "KEY=VALUE" for the kernel */

@@ -50,17 +50,28 @@ kernelspec_t *kernelspec_load(const char *dir, const char *name, char *err, size
     char *path = xasprintf("%s/kernel.json", dir);
     size_t len = 0;
     char *text = fileio_read(path, KERNELSPEC_MAX_FILE, &len);
-    if (!text) {
+    kernelspec_t *ks = NULL;
+    if (!text)
         snprintf(err, errlen, "cannot read %s: %s", path, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
-        free(path);
+    else
+        ks = kernelspec_parse(text, len, dir, name, path, err, errlen);
+    free(text);
+    free(path);
+    return ks;
+}
+
+kernelspec_t *kernelspec_parse(const char *text, size_t len, const char *dir, const char *name, const char *path,
+                               char *err, size_t errlen)
+{
+    kernelspec_t *ks = NULL;
+    json_object *o = NULL, *argv = NULL, *v = NULL;
+    if (len > KERNELSPEC_MAX_FILE) {
+        snprintf(err, errlen, "%s: larger than 1 MiB", path);
         return NULL;
     }
     json_tokener *tok = json_tokener_new_ex(32);
-    json_object *o = json_tokener_parse_ex(tok, text, (int)len);
+    o = json_tokener_parse_ex(tok, text, (int)len);
     json_tokener_free(tok);
-    free(text);
-    kernelspec_t *ks = NULL;
-    json_object *argv = NULL, *v = NULL;
     if (!o || !json_object_is_type(o, json_type_object)) {
         snprintf(err, errlen, "%s is not a JSON object", path);
         goto out;
@@ -103,7 +114,6 @@ kernelspec_t *kernelspec_load(const char *dir, const char *name, char *err, size
     }
 out:
     json_object_put(o);
-    free(path);
     return ks;
 }
 
@@ -219,7 +229,7 @@ void kernelspec_free_list(kernelspec_t **list, size_t n)
 }
 
 
-char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file)
+char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file, const char *python)
 {
     /* {prefix}: the environment prefix the spec lives in, i.e. the part of
      * the resource dir before /share/jupyter/kernels/NAME. */
@@ -229,8 +239,11 @@ char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file)
         free(prefix);
         prefix = xstrndup(ks->dir, (size_t)(share - ks->dir));
     }
-    const char *keys[] = {"{connection_file}", "{resource_dir}", "{prefix}"};
-    const char *vals[] = {connection_file, ks->dir, prefix};
+    /* {python} last: left as it is when there is no interpreter to put
+     * there (any kernelspec but rat-py's own). */
+    const char *keys[] = {"{connection_file}", "{resource_dir}", "{prefix}", "{python}"};
+    const char *vals[] = {connection_file, ks->dir, prefix, python};
+    const size_t nkeys = python ? 4 : 3;
     char **argv = xcalloc(ks->argc + 1, sizeof *argv);
     for (size_t i = 0; i < ks->argc; i++) {
         buf_t b;
@@ -238,7 +251,7 @@ char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file)
         const char *p = ks->argv[i];
         while (*p) {
             size_t k;
-            for (k = 0; k < 3; k++) {
+            for (k = 0; k < nkeys; k++) {
                 size_t kl = strlen(keys[k]);
                 if (strncmp(p, keys[k], kl) == 0) {
                     buf_puts(&b, vals[k]);
@@ -246,7 +259,7 @@ char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file)
                     break;
                 }
             }
-            if (k == 3)
+            if (k == nkeys)
                 buf_putc(&b, *p++);
         }
         argv[i] = buf_take(&b);

@@ -23,6 +23,11 @@ typedef struct {
 
 /* Loads <dir>/kernel.json. Returns NULL with err filled on failure. */
 kernelspec_t *kernelspec_load(const char *dir, const char *name, char *err, size_t errlen);
+/* The same from kernel.json's text (len bytes), for a kernelspec that is
+ * not a file (rat-py's own, built in); dir is its resource dir ("" for
+ * none) and path names it in errors. */
+kernelspec_t *kernelspec_parse(const char *text, size_t len, const char *dir, const char *name, const char *path,
+                               char *err, size_t errlen);
 /* Finds a kernel by name. NULL with err filled (naming the directories that
  * were searched) when it does not exist. */
 kernelspec_t *kernelspec_find(const char *name, char *err, size_t errlen);
@@ -33,8 +38,11 @@ void kernelspec_free_list(kernelspec_t **list, size_t n);
 void kernelspec_destroy(kernelspec_t **self_p);
 
 /* Builds the argv to execute: {connection_file}, {resource_dir} and {prefix}
- * are substituted, other {x} left alone. Caller frees with kernelspec_free_argv. */
-char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file);
+ * are substituted (Jupyter's), and {python} when python is not NULL: the
+ * interpreter rat-py chose for its own kernelspec (kernelspec/kernel.json;
+ * jupyter_client has no {python}, so no other spec uses it). Other {x} are
+ * left alone. Caller frees with kernelspec_free_argv. */
+char **kernelspec_argv(const kernelspec_t *ks, const char *connection_file, const char *python);
 void kernelspec_free_argv(char **argv);
 /* Expands ${VAR} in an env template value from the current environment.
  * Caller owns the result. */

@@ -37,6 +37,24 @@ static const char *s_state_text(runtime_t *self)
 }
 
 
+/* kernelspec/kernel.json, embedded at build time (cmake/embed.cmake). */
+extern const char rat_kernel_json[];
+extern const size_t rat_kernel_json_len;
+
+kernelspec_t *rt_spec(const runtime_t *self, char *err, size_t errlen)
+{
+    if (!self->python && !self->kernelspec_dir)
+        return kernelspec_find(self->kernel_name, err, errlen);
+    if (!self->kernelspec_dir)
+        return kernelspec_parse(rat_kernel_json, rat_kernel_json_len, "", "rat-py", "rat-py's kernel.json", err,
+                                errlen);
+    char why[1024];
+    kernelspec_t *ks = kernelspec_load(self->kernelspec_dir, "rat-py", why, sizeof why);
+    if (!ks)
+        snprintf(err, errlen, "cannot use the kernelspec in %s: %s", self->kernelspec_dir, why);
+    return ks;
+}
+
 runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t errlen)
 {
     runtime_t *self = xcalloc(1, sizeof *self);
@@ -49,7 +67,8 @@ runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t 
     self->assets = o->assets;
     self->interpreter = xstrdup(o->interpreter);
     self->env_note = xstrdup(o->env_note);
-    self->argv = strv_dup(o->argv);
+    self->python = xstrdup(o->python);
+    self->kernelspec_dir = xstrdup(o->kernelspec_dir);
     self->env_extra = strv_dup(o->env_extra);
     self->boot_timeout_ms = o->boot_timeout_ms;
     self->allow_restart = o->allow_restart;
@@ -73,8 +92,8 @@ runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t 
         rt_start_kernel(self);
         return self;
     }
-    if (!self->existing && !self->argv) {
-        self->spec = kernelspec_find(self->kernel_name, err, errlen);
+    if (!self->existing) {
+        self->spec = rt_spec(self, err, errlen);
         if (!self->spec) {
             runtime_destroy(&self, 0);
             return NULL;
@@ -111,7 +130,8 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
         rt_exec_free(ex);
     }
     kernelspec_destroy(&self->spec);
-    strv_free(self->argv);
+    free(self->python);
+    free(self->kernelspec_dir);
     strv_free(self->env_extra);
     free(self->kernel_name);
     free(self->existing);

@@ -40,8 +40,12 @@ typedef struct runtime runtime_t;
 typedef struct runtime_exec runtime_exec_t;
 
 typedef struct {
-    const char *kernel_name;   /* kernelspec to launch (ignored with argv/existing) */
-    char *const *argv;         /* explicit kernel argv with {connection_file} */
+    const char *kernel_name;   /* kernelspec to find and launch, unless one of: */
+    /* rat-py's own kernelspec (kernelspec/kernel.json, built in), or the
+     * one in kernelspec_dir, launched with python as its {python}: a
+     * stock ipykernel from the interpreter the caller chose (interp.h). */
+    const char *python;
+    const char *kernelspec_dir;
     const char *existing;      /* attach to this connection file instead */
     const char *cwd;           /* kernel working directory */
     const char *runtime_dir;   /* connection + log files */
@@ -240,8 +244,8 @@ bool runtime_can_restart(const runtime_t *self, const char **why);
 typedef struct {
     const char *cwd;           /* absolute path of an existing directory */
     const char *assets_dir;    /* where full outputs spill from now on; NULL: unchanged */
-    char *const *argv;         /* how kernels start there (as runtime_opts_t.argv; NULL: the kernelspec) */
-    const char *interpreter;   /* with argv, for status (may be NULL) */
+    const char *python;        /* how kernels start there (as runtime_opts_t.python; NULL: the named kernelspec) */
+    const char *interpreter;   /* with python, for status (may be NULL) */
     const char *env_note;      /* for status (may be NULL) */
 } runtime_place_t;
 
@@ -261,10 +265,10 @@ typedef void (runtime_move_fn)(void *ud, runtime_move_result_t result, const cha
 /* Moves an owned kernel to p at the first moment that breaks nothing:
  *  - a kernel that has run no user code yet moves at once, queued runs
  *    waiting for it: in place (the language's chdir, lang.h) or, when
- *    p->argv differs or the language cannot move in place, by starting a
+ *    p->python differs or the language cannot move in place, by starting a
  *    new kernel there (a booting one is replaced at once);
  *  - otherwise when it is idle with no run queued: in place, variables
- *    kept; a different argv then waits for the next restart (PARTLY), and
+ *    kept; a different python then waits for the next restart (PARTLY), and
  *    a language that cannot move in place waits for it entirely;
  *  - or at the kernel's next start (ctl restart, a restart after a death,
  *    a start after a failure), whichever comes first.

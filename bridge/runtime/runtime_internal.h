@@ -114,10 +114,10 @@ typedef enum { REQ_INSTALL, REQ_SNAPSHOT, REQ_RESET, REQ_QUERY, REQ_HELPER, REQ_
  * kernel refuses). */
 typedef struct rt_move {
     char *cwd, *assets_dir, *interpreter, *env_note; /* owned */
-    char **argv;                   /* owned; NULL: the kernelspec */
-    bool argv_changed;             /* moving: argv differed (PARTLY) */
+    char *python;                  /* owned; NULL: the named kernelspec (runtime_place_t) */
+    bool python_changed;           /* moving: python differed (PARTLY) */
     char *old_cwd, *old_assets_dir; /* owned (moving) */
-    char **old_argv;               /* owned (moving, when argv_changed) */
+    char *old_python;              /* owned (moving, when python_changed) */
     runtime_move_fn *done;
     void *ud;
 } rt_move_t;
@@ -166,10 +166,12 @@ struct runtime {
     /* options, owned copies */
     char *kernel_name, *existing, *cwd, *runtime_dir, *assets_dir, *interpreter, *env_note;
     assets_t *assets;              /* borrowed, may be NULL */
-    char **argv, **env_extra;
+    char *python;                  /* {python} in rat-py's kernelspec, or NULL: kernel_name's */
+    char *kernelspec_dir;          /* rat-py's kernelspec from there, or NULL: the built-in one */
+    char **env_extra;
     int boot_timeout_ms;
     bool allow_restart;
-    kernelspec_t *spec;            /* owned, NULL when attaching or with argv */
+    kernelspec_t *spec;            /* owned, NULL when attaching */
     kernel_t *kernel;              /* owned */
     struct gateway *gateway;       /* owned: kernels on a Jupyter Server, or NULL */
     rt_kstate_t kstate;
@@ -312,5 +314,11 @@ void rt_move_free_all(runtime_t *self);
 
 /* runtime.c */
 char *rt_lower_dup(const char *s);
+/* The kernelspec kernels start from now (runtime_opts_t): rat-py's own,
+ * from kernelspec_dir or built in (kernelspec/kernel.json), when python or
+ * kernelspec_dir is set; else the one named kernel_name. Read by the one
+ * kernelspec reader, so a copy someone changed is checked as any
+ * kernelspec is. NULL with err filled when it cannot be had. */
+kernelspec_t *rt_spec(const runtime_t *self, char *err, size_t errlen);
 
 #endif

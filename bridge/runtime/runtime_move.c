@@ -6,15 +6,9 @@
 #define LOG_MODULE "runtime"
 #include "runtime_internal.h"
 
-static bool s_strv_eq(char *const *a, char *const *b)
+static bool s_str_eq(const char *a, const char *b)
 {
-    if (!a || !b)
-        return a == b;
-    size_t i = 0;
-    for (; a[i] && b[i]; i++)
-        if (strcmp(a[i], b[i]) != 0)
-            return false;
-    return !a[i] && !b[i];
+    return a && b ? strcmp(a, b) == 0 : a == b;
 }
 
 static void s_move_free(rt_move_t *m)
@@ -25,10 +19,10 @@ static void s_move_free(rt_move_t *m)
     free(m->assets_dir);
     free(m->interpreter);
     free(m->env_note);
-    strv_free(m->argv);
+    free(m->python);
     free(m->old_cwd);
     free(m->old_assets_dir);
-    strv_free(m->old_argv);
+    free(m->old_python);
     free(m);
 }
 
@@ -50,19 +44,28 @@ static bool s_queued(const runtime_t *self)
     return false;
 }
 
-/* From now on kernels start with m's argv: a spare started for the old
- * one is dropped (another is booted for the new one), and the interpreter
- * shown changes at the next start, or now when now_too. */
-static void s_take_argv(runtime_t *self, rt_move_t *m, bool now_too)
+/* From now on kernels start with python (rat-py's kernelspec with that
+ * interpreter, or the named kernelspec when NULL). */
+static void s_set_python(runtime_t *self, char *python)
 {
-    strv_free(self->argv);
-    self->argv = strv_dup(m->argv);
-    if (!self->argv && !self->spec) {
-        char err[512];
-        self->spec = kernelspec_find(self->kernel_name, err, sizeof err);
+    bool kind = (self->python == NULL) != (python == NULL);
+    free(self->python);
+    self->python = python;
+    if (kind || !self->spec) {
+        char err[1024];
+        kernelspec_destroy(&self->spec);
+        self->spec = rt_spec(self, err, sizeof err);
         if (!self->spec)
             log_warn("%s", err); /* the next start says it too, in its result */
     }
+}
+
+/* From now on kernels start with m's python: a spare started for the old
+ * one is dropped (another is booted for the new one), and the interpreter
+ * shown changes at the next start, or now when now_too. */
+static void s_take_python(runtime_t *self, rt_move_t *m, bool now_too)
+{
+    s_set_python(self, xstrdup(m->python));
     if (now_too) {
         free(self->interpreter);
         self->interpreter = xstrdup(m->interpreter);
@@ -106,8 +109,8 @@ void rt_move_at_start(runtime_t *self)
         return;
     self->move = NULL;
     s_take_dir(self, m);
-    if (!s_strv_eq(self->argv, m->argv))
-        s_take_argv(self, m, true);
+    if (!s_str_eq(self->python, m->python))
+        s_take_python(self, m, true);
     else if (m->env_note || m->interpreter) {
         free(self->env_note);
         self->env_note = xstrdup(m->env_note);
@@ -146,10 +149,10 @@ static void s_in_place(runtime_t *self)
     m->old_cwd = xstrdup(self->cwd);
     m->old_assets_dir = xstrdup(self->assets_dir);
     s_take_dir(self, m);
-    m->argv_changed = !s_strv_eq(self->argv, m->argv);
-    if (m->argv_changed) {
-        m->old_argv = strv_dup(self->argv);
-        s_take_argv(self, m, false);
+    m->python_changed = !s_str_eq(self->python, m->python);
+    if (m->python_changed) {
+        m->old_python = xstrdup(self->python);
+        s_take_python(self, m, false);
     } else {
         free(self->env_note); /* the same interpreter; the venv it was found in may read differently */
         self->env_note = xstrdup(m->env_note);
@@ -172,17 +175,17 @@ void rt_move_try(runtime_t *self)
         rt_move_at_start(self);
         return;
     }
-    bool argv_changes = !s_strv_eq(self->argv, m->argv);
+    bool python_changes = !s_str_eq(self->python, m->python);
     bool in_place = self->lang && self->lang->chdir;
     if (self->kstate == ST_STARTING) {
         /* Booting: one that will need replacing goes now; otherwise it
          * moves once ready (rt_pump tries again). */
-        if (!self->used && (argv_changes || !lang_find(self->language) || !lang_find(self->language)->chdir))
+        if (!self->used && (python_changes || !lang_find(self->language) || !lang_find(self->language)->chdir))
             s_replace(self);
         return;
     }
     if (!self->used) {
-        if (argv_changes || !in_place)
+        if (python_changes || !in_place)
             s_replace(self);
         else
             s_in_place(self);
@@ -204,7 +207,7 @@ void rt_move_answered(runtime_t *self, bool ok, bool gone, const char *why)
          * (with the interpreter waiting for it, rt_move_at_start). */
         s_finish(m, RUNTIME_MOVE_STARTED, NULL);
     } else if (ok) {
-        s_finish(m, m->argv_changed ? RUNTIME_MOVE_PARTLY : RUNTIME_MOVE_IN_PLACE, NULL);
+        s_finish(m, m->python_changed ? RUNTIME_MOVE_PARTLY : RUNTIME_MOVE_IN_PLACE, NULL);
     } else {
         free(self->cwd);
         self->cwd = m->old_cwd;
@@ -212,10 +215,9 @@ void rt_move_answered(runtime_t *self, bool ok, bool gone, const char *why)
         free(self->assets_dir);
         self->assets_dir = m->old_assets_dir;
         m->old_assets_dir = NULL;
-        if (m->argv_changed) {
-            strv_free(self->argv);
-            self->argv = m->old_argv;
-            m->old_argv = NULL;
+        if (m->python_changed) {
+            s_set_python(self, m->old_python);
+            m->old_python = NULL;
             self->next_pending = false;
             rt_spare_drop(self);
             rt_spare_schedule(self);
@@ -244,7 +246,7 @@ void runtime_move(runtime_t *self, const runtime_place_t *p, runtime_move_fn *do
     rt_move_t *m = xcalloc(1, sizeof *m);
     m->cwd = xstrdup(p->cwd);
     m->assets_dir = xstrdup(p->assets_dir);
-    m->argv = strv_dup(p->argv);
+    m->python = xstrdup(p->python);
     m->interpreter = xstrdup(p->interpreter);
     m->env_note = xstrdup(p->env_note);
     m->done = done;

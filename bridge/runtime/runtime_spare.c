@@ -76,7 +76,7 @@ static void s_spare_start(loop_t *loop, void *ud)
         return;
     kernel_opts_t ko = {
         .spec = self->spec,
-        .argv = self->argv,
+        .python = self->python,
         .cwd = self->cwd,
         .env_extra = self->env_extra,
         .runtime_dir = self->runtime_dir,

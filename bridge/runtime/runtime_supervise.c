@@ -207,7 +207,7 @@ void rt_start_kernel(runtime_t *self)
     rt_move_at_start(self); /* first: a waiting move decides where it starts */
     kernel_opts_t ko = {
         .spec = self->spec,
-        .argv = self->argv,
+        .python = self->python,
         .existing = self->existing,
         .cwd = self->cwd,
         .env_extra = self->env_extra,

@@ -180,9 +180,9 @@ static void s_move_to(workdir_t *self, const char *dir, const char *uri)
         }
         return;
     }
-    char **argv = NULL, *interp = NULL, *note = NULL;
+    char *python = NULL, *interp = NULL, *note = NULL;
     char err[1024];
-    if (self->kernel(self->kernel_ud, dir, &argv, &interp, &note, err, sizeof err) < 0) {
+    if (self->kernel(self->kernel_ud, dir, &python, &interp, &note, err, sizeof err) < 0) {
         log_warn("the kernel stays in %s: %s", self->path, err);
         char *p = xasprintf("the kernel cannot be started in %s: %s", dir, err);
         free(self->problem);
@@ -200,10 +200,10 @@ static void s_move_to(workdir_t *self, const char *dir, const char *uri)
     s_set(&self->moving_to, dir);
     s_set(&self->moving_root, uri);
     char *assets = s_assets_for(self, dir);
-    runtime_place_t place = {.cwd = dir, .assets_dir = assets, .argv = argv, .interpreter = interp, .env_note = note};
+    runtime_place_t place = {.cwd = dir, .assets_dir = assets, .python = python, .interpreter = interp, .env_note = note};
     runtime_move(self->rt, &place, s_moved, mv); /* may call s_moved before it returns */
     free(assets);
-    strv_free(argv);
+    free(python);
     free(interp);
     free(note);
 }

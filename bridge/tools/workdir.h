@@ -45,12 +45,13 @@ typedef enum {
     WORKDIR_START,    /* the directory rat-py was started in */
 } workdir_source_t;
 
-/* How a kernel is started in dir (absolute, existing): fills *argv (NULL:
- * the kernelspec), *interpreter and *env_note (may be NULL), all owned by
- * the caller afterwards. Returns 0, or -1 with err: then the kernel does
- * not move there. Called on the loop; may start a Python once to ask about
- * a venv (interp.h). */
-typedef int (workdir_kernel_fn)(void *ud, const char *dir, char ***argv, char **interpreter, char **env_note,
+/* How a kernel is started in dir (absolute, existing): fills *python (the
+ * interpreter for rat-py's kernelspec, runtime_place_t; NULL: the named
+ * kernelspec), *interpreter and *env_note (may be NULL), all owned by the
+ * caller afterwards. Returns 0, or -1 with err: then the kernel does not
+ * move there. Called on the loop; may start a Python once to ask about a
+ * venv (interp.h). */
+typedef int (workdir_kernel_fn)(void *ud, const char *dir, char **python, char **interpreter, char **env_note,
                                 char *err, size_t errlen);
 
 typedef struct {

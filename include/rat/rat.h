@@ -53,6 +53,9 @@ typedef struct {
     const char *kernel;            /* kernelspec name (default: python3) */
     const char *python;            /* interpreter for the Python kernel */
     const char *venv;              /* virtual environment for the Python kernel */
+    const char *kernelspec_dir;    /* a changed copy of rat-py's kernelspec (its kernel.json,
+                                    * argv with {python}) to launch the Python kernel with,
+                                    * instead of the built-in one (doc/kernels.md) */
     const char *existing;          /* attach to this connection file / name instead */
     bool allow_restart;            /* let ctl restart act on an existing kernel */
     bool spare;                    /* keep a warm spare kernel for restart / reset all */
@@ -69,7 +72,7 @@ typedef struct {
     bool insecure_no_token;        /* allow a non-loopback host without a token */
     /* Kernels on a Jupyter Server / Enterprise Gateway instead of this
      * machine (doc/gateway.md): kernel names its kernelspec there, existing
-     * a kernel id there. Excludes python, venv and spare. */
+     * a kernel id there. Excludes python, venv, kernelspec_dir and spare. */
     const char *gateway;           /* http(s)://host:port[/base] */
     const char *gateway_token;     /* sent as "Authorization: token T" */
     const char *gateway_ca;        /* PEM CA bundle for an https gateway */
@@ -85,7 +88,8 @@ typedef struct {
 RAT_API const char *rat_version(void);
 RAT_API void rat_options_init(rat_options_t *opts);
 /* Checks the options: ranges, a known log level, combinations (existing
- * excludes kernel, python and venv; python excludes venv). Returns 0, or -1
+ * excludes kernel, python, venv and kernelspec_dir; kernel excludes
+ * kernelspec_dir; python excludes venv). Returns 0, or -1
  * with a one-line reason in err (naming the command-line option and the
  * field). opts is only read. */
 RAT_API int rat_options_check(const rat_options_t *opts, char *err, size_t errlen);

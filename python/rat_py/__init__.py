@@ -36,6 +36,7 @@ OPTIONS = {
     "kernel": "str",          # --kernel NAME
     "python": "path",         # --python PATH
     "venv": "path",           # --venv DIR
+    "kernelspec_dir": "path",  # --kernelspec-dir DIR
     "existing": "path",       # --existing FILE|NAME
     "allow_restart": "bool",  # --allow-restart
     "spare": "bool",          # --spare
@@ -75,6 +76,7 @@ class _Options(ctypes.Structure):
         ("kernel", ctypes.c_char_p),
         ("python", ctypes.c_char_p),
         ("venv", ctypes.c_char_p),
+        ("kernelspec_dir", ctypes.c_char_p),
         ("existing", ctypes.c_char_p),
         ("allow_restart", ctypes.c_bool),
         ("spare", ctypes.c_bool),
@@ -258,7 +260,7 @@ class Server:
             options["tls_key"] = os.environ["RAT_PY_TLS_KEY"]
         # Jupyter's own gateway client's variables, unless a local kernel was asked for.
         if (options.get("gateway") is None and os.environ.get("JUPYTER_GATEWAY_URL")
-                and not any(options.get(k) for k in ("python", "venv", "spare"))):
+                and not any(options.get(k) for k in ("python", "venv", "kernelspec_dir", "spare"))):
             options["gateway"] = os.environ["JUPYTER_GATEWAY_URL"]
         if options.get("gateway") and options.get("gateway_token") is None and os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN"):
             options["gateway_token"] = os.environ["JUPYTER_GATEWAY_AUTH_TOKEN"]

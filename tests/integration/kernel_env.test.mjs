@@ -158,3 +158,40 @@ test('a real venv made with --system-site-packages (ipykernel from the base) is 
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('--kernelspec-dir: a changed copy of rat-py\'s kernel.json launches the venv\'s kernel (its env, argv and name take effect); a missing one is a clear error', async () => {
+  const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'rat-spec-')));
+  const venv = path.join(root, 'venv');
+  const v = spawnSync('/usr/bin/python3', ['-m', 'venv', '--system-site-packages', '--without-pip', venv], { encoding: 'utf8' });
+  assert.equal(v.status, 0, v.stderr);
+  // The kernelspec rat-py ships (built in, and installed under
+  // share/rat-py/kernelspec), copied and changed as a user would.
+  const spec = JSON.parse(readFileSync(new URL('../../kernelspec/kernel.json', import.meta.url), 'utf8'));
+  assert.equal(spec.argv[0], '{python}');
+  spec.argv.push('--HistoryManager.hist_file=:memory:');
+  spec.env = { ...spec.env, RAT_SPEC_MARK: 'changed copy' };
+  spec.display_name = 'Python 3 (my copy)';
+  const dir = path.join(root, 'spec');
+  mkdirSync(dir);
+  writeFileSync(path.join(dir, 'kernel.json'), JSON.stringify(spec));
+  const env = { XDG_CACHE_HOME: path.join(root, 'cache'), VIRTUAL_ENV: '' };
+  try {
+    const h = await connect({ args: ['--venv', venv, '--kernelspec-dir', dir], env });
+    try {
+      const r = await run(h, 'import os, sys\nprint(sys.executable)\nprint(os.environ.get("RAT_SPEC_MARK"))\nprint(get_ipython().history_manager.hist_file)');
+      assert.deepEqual(r.text.split('\n').slice(0, 3), [path.join(venv, 'bin', 'python'), 'changed copy', ':memory:']);
+      const st = await ctl(h, 'status');
+      assert.match(st.text, /\nkernel: rat-py \(Python 3 \(my copy\)\), pid \d+/);
+      assert.match(st.text, new RegExp(`interpreter: ${venv}/bin/python\\n`));
+    } finally {
+      await h.close();
+    }
+    const { RAT } = await import('./lib.mjs');
+    const p = spawnSync(RAT, ['--venv', venv, '--kernelspec-dir', root], { input: '', encoding: 'utf8', env: { ...process.env, ...env } });
+    assert.equal(p.status, 1);
+    assert.equal(p.stdout, '');
+    assert.equal(p.stderr, `rat-py: cannot use the kernelspec in ${root}: cannot read ${root}/kernel.json: No such file or directory\n`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

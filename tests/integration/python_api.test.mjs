@@ -160,6 +160,7 @@ show(lambda: rat_py.create_mcp_server(port="8000"))
 show(lambda: rat_py.create_mcp_server(spare="yes"))
 show(lambda: rat_py.create_mcp_server(port=70000))
 show(lambda: rat_py.create_mcp_server(python="/usr/bin/python3", venv="/tmp"))
+show(lambda: rat_py.create_mcp_server(kernel="python3", kernelspec_dir="/tmp"))
 show(lambda: rat_py.create_mcp_server(boot_timeout=10**12))
 show(lambda: rat_py.create_mcp_server().run(transport="websocket"))
 show(lambda: rat_py.create_mcp_server().run(port=1))
@@ -179,13 +180,14 @@ print("running:", mcp.running)
   work.cleanup();
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(r.stdout.trim().replace(/port \d+:/, 'port PORT:').split('\n'), [
-    "TypeError: create_mcp_server() got unknown option(s) 'kernal'; the options are cwd, kernel, python, venv, existing, "
+    "TypeError: create_mcp_server() got unknown option(s) 'kernal'; the options are cwd, kernel, python, venv, kernelspec_dir, existing, "
       + 'allow_restart, spare, assets_dir, assets_max_mb, boot_timeout, log_level, host, port, token, allow_origins, insecure_no_token, '
       + 'gateway, gateway_token, gateway_ca, gateway_insecure, tls_cert, tls_key',
     'TypeError: port must be an int, not str',
     'TypeError: spare must be True or False, not str',
     'ValueError: --port (port) must be 0-65535 (or -1 for the default, 8000), not 70000',
     'ValueError: give either --python or --venv (python, venv), not both',
+    'ValueError: --kernel (kernel) names an installed kernelspec, --kernelspec-dir (kernelspec_dir) gives rat-py\'s own; give one of them',
     'ValueError: --boot-timeout (boot_timeout_s) must be 1-3600 seconds (or 0 for the default, 60), not 1000000000000',
     'ValueError: transport must be "stdio" or "http", not \'websocket\'',
     'TypeError: port only apply to run(transport="http")',

@@ -80,11 +80,25 @@ static void test_other_ranges(void)
     rat_options_init(&o);
     o.existing = "kernel-1.json";
     o.venv = "/tmp";
-    CHECK(s_refused(&o, "it cannot be combined with --kernel, --python or --venv"));
+    CHECK(s_refused(&o, "it cannot be combined with --kernel, --python, --venv or --kernelspec-dir"));
+    o.venv = NULL;
+    o.kernelspec_dir = "/tmp";
+    CHECK(s_refused(&o, "it cannot be combined with --kernel, --python, --venv or --kernelspec-dir"));
     rat_options_init(&o);
     o.python = "/usr/bin/python3";
     o.venv = "/tmp";
     CHECK(s_refused(&o, "give either --python or --venv (python, venv), not both"));
+    rat_options_init(&o);
+    o.kernel = "ir";
+    o.kernelspec_dir = "/tmp";
+    CHECK(s_refused(&o, "--kernel (kernel) names an installed kernelspec, --kernelspec-dir (kernelspec_dir) gives "
+                        "rat-py's own; give one of them"));
+    o.kernel = NULL;
+    o.kernelspec_dir = "";
+    CHECK(s_refused(&o, "--kernelspec-dir (kernelspec_dir) cannot be empty"));
+    o.kernelspec_dir = "/tmp";
+    o.venv = "/tmp";
+    CHECK(s_accepted(&o));
 }
 
 static void test_gateway_options(void)
@@ -101,10 +115,13 @@ static void test_gateway_options(void)
     o.existing = NULL;
     o.spare = true;
     CHECK(s_refused(&o, "--gateway (gateway) runs the kernel on a Jupyter Server; it cannot be combined with "
-                        "--python, --venv or --spare"));
+                        "--python, --venv, --kernelspec-dir or --spare"));
     o.spare = false;
     o.venv = "/tmp";
-    CHECK(s_refused(&o, "--python, --venv or --spare"));
+    CHECK(s_refused(&o, "--python, --venv, --kernelspec-dir or --spare"));
+    o.venv = NULL;
+    o.kernelspec_dir = "/tmp";
+    CHECK(s_refused(&o, "--python, --venv, --kernelspec-dir or --spare"));
     rat_options_init(&o);
     o.gateway = "ws://127.0.0.1:8888";
     CHECK(s_refused(&o, "--gateway (gateway) must be an http:// or https:// URL, not 'ws://127.0.0.1:8888'"));

@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "check.h"
+#include "fileio.h"
 #include "kernel_proc.h"
 #include "loop.h"
 #include "mem.h"
@@ -264,11 +265,19 @@ static pid_t s_pid(bool spare)
     return spare ? st.spare_pid : st.pid;
 }
 
+/* The kernel process is a `sleep` launched from a kernelspec in g_dir (the
+ * --kernelspec-dir path), its {python} the seconds: "600", or "601" for the
+ * "other interpreter" a move may bring; the fake connection plays its
+ * channels. */
 static void s_start(bool spare)
 {
-    static char *const argv[] = {"sleep", "600", NULL};
+    char *spec = xasprintf("%s/kernel.json", g_dir);
+    static const char json[] = "{\"argv\": [\"sleep\", \"{python}\"], \"language\": \"python\"}";
+    CHECK(fileio_write_atomic(spec, json, sizeof json - 1, 0600) == 0);
+    free(spec);
     runtime_opts_t o = {
-        .argv = argv,
+        .kernelspec_dir = g_dir,
+        .python = "600",
         .cwd = g_dir,
         .runtime_dir = g_dir,
         .assets_dir = g_dir,
@@ -935,12 +944,11 @@ static void s_answer_silent(s_fake_t *fc, const char *needle, const char *status
  * result. A move the kernel refuses puts everything back. */
 static void test_move_waits_for_the_running_cell(void)
 {
-    static char *const argv[] = {"sleep", "600", NULL};
     s_start_ready(false);
     s_obs_t o;
     s_run("import time; time.sleep(5)", &o);
     s_moved_t mv = {0};
-    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = argv}, s_moved, &mv);
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .python = "600"}, s_moved, &mv);
     CHECK_EQ_INT(mv.calls, 0);
     CHECK(s_last_sent(g_conns[0], "execute_request", "os.chdir") == NULL);
     runtime_status_t st;
@@ -963,7 +971,7 @@ static void test_move_waits_for_the_running_cell(void)
     CHECK(strncmp(o2.out, "[moved]\n2", 9) == 0);
     /* Refused: the directory stays the old one. */
     s_moved_t mv2 = {0};
-    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir, .argv = argv}, s_moved, &mv2);
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir, .python = "600"}, s_moved, &mv2);
     s_answer_silent(g_conns[0], "os.chdir", "error");
     CHECK_EQ_INT(mv2.calls, 1);
     CHECK_EQ_INT(mv2.result, RUNTIME_MOVE_FAILED);
@@ -977,10 +985,9 @@ static void test_move_waits_for_the_running_cell(void)
  * the new one. */
 static void test_move_replaces_a_fresh_kernel(void)
 {
-    static char *const venv_argv[] = {"sleep", "601", NULL};
     s_start_ready(false);
     s_moved_t mv = {0};
-    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = venv_argv, .interpreter = "/venv/python"}, s_moved,
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .python = "601", .interpreter = "/venv/python"}, s_moved,
                  &mv);
     CHECK_EQ_INT(mv.calls, 1);
     CHECK_EQ_INT(mv.result, RUNTIME_MOVE_STARTED);
@@ -1002,13 +1009,12 @@ static void test_move_replaces_a_fresh_kernel(void)
  * is ready, before the first run, which goes once the hold is released. */
 static void test_move_before_the_first_run(void)
 {
-    static char *const argv[] = {"sleep", "600", NULL};
     s_start(false);
     runtime_hold(g_rt, true);
     s_obs_t o;
     s_run("print(1)", &o);
     s_moved_t mv = {0};
-    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = argv}, s_moved, &mv);
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .python = "600"}, s_moved, &mv);
     CHECK_EQ_INT(g_nconns, 1); /* booting with the same interpreter: kept */
     s_handshake(g_conns[0]);
     long chdir_at = s_sent_seq(g_conns[0], "execute_request", "os.chdir");
@@ -1030,13 +1036,12 @@ static void test_move_before_the_first_run(void)
  * at a restart is made by it. */
 static void test_move_interpreter_at_restart(void)
 {
-    static char *const venv_argv[] = {"sleep", "601", NULL};
     s_start_ready(false);
     s_obs_t o;
     s_run("x = 1", &o);
     s_answer_run(g_conns[0], "ok", NULL);
     s_moved_t mv = {0};
-    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .argv = venv_argv, .interpreter = "/venv/python"}, s_moved,
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir2, .python = "601", .interpreter = "/venv/python"}, s_moved,
                  &mv);
     s_answer_silent(g_conns[0], "os.chdir", "ok");
     CHECK_EQ_INT(mv.result, RUNTIME_MOVE_PARTLY);
@@ -1054,7 +1059,7 @@ static void test_move_interpreter_at_restart(void)
     /* Busy: the move waits, and the restart makes it. */
     s_run("import time; time.sleep(5)", &o);
     s_moved_t mv2 = {0};
-    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir, .argv = venv_argv}, s_moved, &mv2);
+    runtime_move(g_rt, &(runtime_place_t){.cwd = g_dir, .python = "601"}, s_moved, &mv2);
     CHECK_EQ_INT(mv2.calls, 0);
     s_done_t d2 = {0};
     runtime_restart(g_rt, s_done, &d2);
@@ -1095,6 +1100,9 @@ int main(void)
     RUN_CASE(test_move_before_the_first_run);
     RUN_CASE(test_move_interpreter_at_restart);
     loop_destroy(&g_loop);
+    char *spec = xasprintf("%s/kernel.json", g_dir);
+    unlink(spec);
+    free(spec);
     rmdir(g_dir);
     rmdir(g_dir2);
     return check_report("unit.runtime");
