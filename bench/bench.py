@@ -6,6 +6,12 @@ BlockingKernelClient (bench/jc_bench.py). Round trips are repeated in rounds
 that alternate between the contenders, and the median of the round medians is
 reported, so a noisy moment hurts all of them alike.
 
+With --baseline=BIN (scripts/bench --baseline-ref=REF builds BIN from a git
+ref), a second rat-py binary joins as one more contender wherever rat-py
+runs against a kernel (round trips, flood, flood peaks, instruction
+counts): same kernels, same blocks, so a change's cost is read as the ratio
+of the two in one run, not across runs on a noisy machine.
+
 Every kernel is started with PYTHONHASHSEED=0: with per-process hash
 randomization, two fresh ipykernels differ by up to 10-20 % in round-trip
 time (dict layouts differ), which swamps the 0.1-0.2 ms rat-py adds. Fixing
@@ -35,6 +41,8 @@ MCPC = os.path.join(B, "mcpc")
 PY = "/usr/bin/python3"
 QUICK = "--quick" in sys.argv
 ONLY = next((a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--only=")), None)
+BASE = next((os.path.abspath(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--baseline=")), None)
+BASE_NAME = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--baseline-ref=")), BASE)
 WORK = tempfile.mkdtemp(prefix="rat-bench-")
 os.environ["PYTHONHASHSEED"] = "0"
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # quiets KernelManager's kernels
@@ -73,6 +81,11 @@ def pct(xs, p):
 
 def rat(*args):
     return [RAT, "--cwd", WORK] + list(args)
+
+
+def base(*args):
+    """The baseline rat-py's command (--baseline), like rat()."""
+    return [BASE, "--cwd", WORK] + list(args)
 
 
 def machine():
@@ -121,9 +134,11 @@ def paired(rounds, args, parse, prep=None):
     rat-py leaves its helper's post-run hook (and a shorter stdout flush
     interval) in a kernel it attached to; they are removed after rat-py's
     turn (jc_bench.py unhook), so the others never pay for them. prep(
-    connection_file) readies each kernel first."""
+    connection_file) readies each kernel first. With --baseline, the
+    baseline rat-py ("b") takes its turn too."""
     from jupyter_client.manager import KernelManager
-    got = {"f": [], "j": [], "r": []}
+    order = "fjrb" if BASE else "fjr"
+    got = {c: [] for c in order}
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
     for k in range(rounds):
         km = KernelManager(kernel_name="python3")
@@ -135,9 +150,12 @@ def paired(rounds, args, parse, prep=None):
             cmds = {"f": [FLOOR] + args + [cf],
                     "j": [PY, "-u", os.path.join(ROOT, "bench", "jc_bench.py")] + args + [cf],
                     "r": [MCPC] + args + ["--"] + rat("--existing", cf)}
-            for c in "fjr"[k % 3:] + "fjr"[:k % 3]:
+            if BASE:
+                cmds["b"] = [MCPC] + args + ["--"] + base("--existing", cf)
+            n = len(order)
+            for c in order[k % n:] + order[:k % n]:
                 got[c].append(parse(run(cmds[c])))
-                if c == "r":
+                if c in "rb":
                     run(jc + ["unhook", "0", cf])
         finally:
             km.shutdown_kernel(now=True)
@@ -186,11 +204,13 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
     contender's processes are started again `generations` times per kernel
     (blocks split evenly), and the round's figure spans them. Returns, per
     contender, a list per round of (block times [[us]], kernel CPU ns, own
-    CPU ns {name: ns}, calls)."""
+    CPU ns {name: ns}, calls).
+    With --baseline, the baseline rat-py ("b") is a sixth contender, run
+    like rat-py (its hook in for its blocks)."""
     from jupyter_client.manager import KernelManager
-    names = "fjrpq"
+    names = "fjrpqb" if BASE else "fjrpq"
     got = {c: [] for c in names}
-    preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK, "p": UNHOOK_ONLY, "q": LOAD_HOOK}
+    preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK, "p": UNHOOK_ONLY, "q": LOAD_HOOK, "b": REHOOK}
     timers = {}   # the relay's timing process, stopped and continued with it
 
     def stop(procs):
@@ -215,6 +235,8 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
                     "r": [MCPC, "serve", "--"] + rat("--existing", cf),
                     "p": [FLOOR, "relay", "0", cf],
                     "q": [FLOOR, "relay", "0", cf]}
+            if BASE:
+                cmds["b"] = [MCPC, "serve", "--"] + base("--existing", cf)
             acc = {c: ([], 0, {}, 0) for c in names}
             for b in range(blocks):
                 if b * generations % blocks < generations:   # the first block of a generation
@@ -229,7 +251,8 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
                     p = procs[c]
                     relay = {"floor": [p.pid], "timer": timers.get(p.pid, [])}
                     pids = {"f": {"floor": [p.pid]}, "j": {"python": [p.pid]},
-                            "r": {"rat-py": children(p.pid), "mcpc": [p.pid]}, "p": relay, "q": relay}[c]
+                            "r": {"rat-py": children(p.pid), "mcpc": [p.pid]}, "p": relay, "q": relay,
+                            "b": {"rat-py": children(p.pid), "mcpc": [p.pid]}}.get(c)
                     for pid in (q for ps in pids.values() for q in ps):
                         os.kill(pid, signal.SIGCONT)
                     p.stdin.write("%d %s\n" % (per_block, preps[c]))
@@ -316,6 +339,21 @@ def rt_rows(what, got, target_ratio, jc_ratio=None):
     # it adds over this.
     relay_row("q", "↳ the floor relay with rat-py's post-run hook in (the least any stdio bridge that counts the "
                    "variables after every run can cost)")
+    if "b" in got:
+        b_med = [med([t for bt in rnd[0] for t in bt]) for rnd in got["b"]]
+        b_all = [t for rnd in got["b"] for bt in rnd[0] for t in bt]
+        rb = [a / b for a, b in zip(r_med, b_med)]
+        bf = med([a / b for a, b in zip(b_med, f_med)])
+        bblk = sorted(med(a) / med(b) for rr, bb in zip(got["r"], got["b"]) for a, b in zip(rr[0], bb[0]))
+        (bk, bo) = cpu("b")
+        row("↳ the baseline rat-py (%s), same kernels and blocks, median (p99)" % BASE_NAME,
+            "this build / baseline: %.3f× (per round: %s; per block p10/p50/p90: %.2f/%.2f/%.2f), %+.0f µs" % (
+                med(rb), " ".join("%.3f" % x for x in rb), pct(bblk, 0.1), pct(bblk, 0.5), pct(bblk, 0.9),
+                med([a - b for a, b in zip(r_med, b_med)])),
+            "%.2f ms (%.2f), %+.0f µs, %.3f× floor" % (med(b_med) / 1000, pct(b_all, 0.99) / 1000,
+                                                        med([a - b for a, b in zip(b_med, f_med)]), bf),
+            "", "CPU: kernel %.0f µs, rat-py %.0f µs (this build: kernel %.0f µs, rat-py %.0f µs)" % (
+                bk, bo["rat-py"], rk, ro["rat-py"]), None)
     return f
 
 
@@ -473,6 +511,41 @@ def bench_flood():
     rf = statistics.median([a / b for a, b in zip(got["r"], got["f"])])
     row("`print` ×200,000 end to end, on one kernel", "%.0f ms" % r, "%.0f ms" % f, "%.0f ms" % j,
         "≤ 1.1× floor (paired median): %.2f×" % rf, rf <= 1.1)
+    if BASE:
+        b = statistics.median(got["b"])
+        rb = statistics.median([a / b for a, b in zip(got["r"], got["b"])])
+        row("↳ the baseline rat-py (%s), same kernels" % BASE_NAME,
+            "this build / baseline (paired median): %.3f× (per kernel: %s)" % (
+                rb, " ".join("%.3f" % (a / b) for a, b in zip(got["r"], got["b"]))),
+            "%.0f ms, %.2f× floor" % (b, statistics.median([a / b for a, b in zip(got["b"], got["f"])])), "", "",
+            None)
+
+
+def bench_peak():
+    """Issue 14 item 4's floods of 3,000,000 lines (print, and
+    sys.stdout.write: fewer, bigger messages), rat-py's peak RSS and its RSS
+    1.5 s after (past the runtime's malloc_trim); with --baseline, the
+    baseline takes turns with this build, flood by flood, order rotated."""
+    n = 1 if QUICK else 3
+    who = [("r", rat)] + ([("b", base)] if BASE else [])
+    for mode, what in (("flood", "print(i)"), ("floodw", "sys.stdout.write 25-byte lines")):
+        got = {c: [] for c, _ in who}
+        for k in range(n):
+            for c, cmd in (who if k % 2 == 0 else who[::-1]):
+                got[c].append(kv(run([MCPC, mode, "3000000", "--"] + cmd(), timeout=3600)))
+        med = {c: (statistics.median(x["hwm_kb"] for x in v) / 1024, statistics.median(x["rss_idle_kb"] for x in v) / 1024)
+               for c, v in got.items()}
+        each = {c: ", ".join("%.1f/%.1f" % (x["hwm_kb"] / 1024, x["rss_idle_kb"] / 1024) for x in v) for c, v in got.items()}
+        hwm, idle = med["r"]
+        if BASE:
+            bh, bi = med["b"]
+            row("flood of 3,000,000 × %s: peak / idle after (median of %d; each: %s)" % (what, n, each["r"]),
+                "%.1f / %.1f MB" % (hwm, idle), "", "",
+                "peak within 1 MB of the baseline (%s: %.1f / %.1f MB; each: %s)" % (BASE_NAME, bh, bi, each["b"]),
+                hwm <= bh + 1)
+        else:
+            row("flood of 3,000,000 × %s: peak / idle after (median of %d; each: %s)" % (what, n, each["r"]),
+                "%.1f / %.1f MB" % (hwm, idle), "", "", "≤ 16 / ≤ 7 MB", hwm <= 16 and idle <= 7)
 
 
 def bench_restart():
@@ -535,12 +608,20 @@ def bench_callgrind():
         vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(WORK, "cg.r.%d" % n)]
         run([MCPC, "rt", str(n), "--"] + vg + rat())
         counts["r", n] = total(vg[-1].split("=", 1)[1])
+        if BASE:
+            vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(WORK, "cg.b.%d" % n)]
+            run([MCPC, "rt", str(n), "--"] + vg + base())
+            counts["b", n] = total(vg[-1].split("=", 1)[1])
         vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(WORK, "cg.f.%d" % n)]
         run(vg + [FLOOR, "rt", str(n)])
         counts["f", n] = total(vg[-1].split("=", 1)[1])
     r, f = ((counts[c, 300] - counts[c, 100]) / 200 for c in "rf")
     row("client instructions per run round trip (callgrind)", "%.0f k (%.2f×)" % (r / 1000, r / f),
         "%.0f k" % (f / 1000), "", "", None)
+    if BASE:
+        b = (counts["b", 300] - counts["b", 100]) / 200
+        row("↳ the baseline rat-py (%s)" % BASE_NAME, "this build: %+.1f k (%.3f×)" % ((r - b) / 1000, r / b),
+            "%.0f k (%.2f× floor)" % (b / 1000, b / f), "", "", None)
 
 
 def bench_gateway():
@@ -596,6 +677,7 @@ def bench_gateway():
 BENCHES = {"rt": bench_roundtrip, "long": bench_long_session, "vars": bench_many_vars, "cold": bench_cold,
            "flood": bench_flood, "memory": bench_memory, "restart": bench_restart, "look": bench_look,
            "http": bench_http, "callgrind": bench_callgrind, "hook": bench_hook}
+BENCHES["peak"] = bench_peak  # opt-in (--only=peak): the memory row's 3,000,000-line floods alone
 BENCHES["gw"] = bench_gateway  # opt-in (--only=gw): starts a Jupyter Server
 
 
@@ -603,9 +685,11 @@ def main():
     for name in ONLY or []:
         if name not in BENCHES:
             raise SystemExit("bench: --only takes some of %s" % ",".join(BENCHES))
+    if BASE and not os.access(BASE, os.X_OK):
+        raise SystemExit("bench: --baseline=%s is not an executable" % BASE)
     print("### rat-py benchmark\n")
     print("Machine: %s  " % machine())
-    print("Command: `scripts/bench%s`\n" % "".join(" " + a for a in sys.argv[1:]))
+    print("Command: `scripts/bench%s`\n" % "".join(" " + a for a in sys.argv[1:] if not a.startswith("--baseline=")))
     only = ONLY or ["rt", "long", "vars", "hook", "cold", "flood", "memory", "restart", "look", "http", "callgrind"]
     for name in only:
         BENCHES[name]()
