@@ -23,7 +23,7 @@ typedef struct {
     kchan_t ch;
     zsock_t *sock;
     int watch;
-    zactor_t *mon;    /* zmonitor reporting this DEALER's handshake, or NULL */
+    zsock_t *mon;     /* PAIR receiving this DEALER's monitor events, or NULL */
     int mon_watch;
     bool up;          /* ZMTP handshake done: the kernel can route to us */
 } s_chan_t;
@@ -122,26 +122,28 @@ static void s_on_readable(loop_t *loop, void *ud, int revents)
     s_recv_all(c->conn, c);
 }
 
+/* Stops c's monitor, if it has one (see s_monitor). */
+static void s_monitor_end(s_zconn_t *self, s_chan_t *c)
+{
+    if (!c->mon)
+        return;
+    loop_unwatch(self->loop, c->mon_watch);
+    c->mon_watch = 0;
+    zmq_socket_monitor(zsock_resolve(c->sock), NULL, 0);
+    zsock_destroy(&c->mon);
+}
+
 /* Ends the monitors once all three handshakes are done: nothing reads their
  * events after the kernel is ready (kernel.c waits for KCONN_UP while
- * starting only; a restart makes a new connection), and each is a thread
- * with inproc sockets and their pipes (the PAIRs alone were ~125 KB of an
- * idle rat-py's live heap for the three, massif). zactor_destroy returns
- * once the actor has stopped the socket's monitor (zmq_socket_monitor on
- * its thread while this one waits), so the socket is never used by two
- * threads at once.
+ * starting only; a restart makes a new connection), and each monitor is an
+ * inproc PAIR with its pipes: ~125 KB of an idle rat-py's live heap for
+ * the three (massif).
  * Safe inside a monitor's own callback: the loop skips an unwatched watch,
- * and no other code holds these actors. */
+ * and no other code holds these sockets. */
 static void s_monitors_end(s_zconn_t *self)
 {
-    for (int i = 0; i < KCHAN_COUNT; i++) {
-        s_chan_t *c = &self->chans[i];
-        if (!c->mon)
-            continue;
-        loop_unwatch(self->loop, c->mon_watch);
-        c->mon_watch = 0;
-        zactor_destroy(&c->mon);
-    }
+    for (int i = 0; i < KCHAN_COUNT; i++)
+        s_monitor_end(self, &self->chans[i]);
 }
 
 /* A kernel's ROUTER silently drops messages for a peer whose handshake has
@@ -152,15 +154,19 @@ static void s_on_monitor(loop_t *loop, void *ud, int revents)
 {
     s_chan_t *c = ud;
     s_zconn_t *self = c->conn;
-    /* An event is [name, value, address]; the name is all we need. NULL:
-     * none left (the pipe's receive timeout is 0). */
-    char *name = NULL;
-    while (zsock_recv(c->mon, "s", &name) == 0) {
-        if (name && strcmp(name, "HANDSHAKE_SUCCEEDED") == 0)
+    /* An event is [16-bit id, 32-bit value][address]; the id is all we
+     * need. NULL: none left (the PAIR's receive timeout is 0). */
+    zframe_t *ev;
+    while ((ev = zframe_recv(c->mon))) {
+        uint16_t id = 0;
+        if (zframe_size(ev) >= sizeof id)
+            memcpy(&id, zframe_data(ev), sizeof id);
+        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             c->up = true;
-        else if (name && strcmp(name, "DISCONNECTED") == 0)
+        else if (id == ZMQ_EVENT_DISCONNECTED)
             c->up = false;
-        zstr_free(&name);
+        zframe_destroy(&ev);
+        zsock_flush(c->mon); /* the address */
     }
     bool all = self->chans[KCHAN_SHELL].up && self->chans[KCHAN_CONTROL].up && self->chans[KCHAN_STDIN].up;
     if (all && !self->all_up) {
@@ -275,8 +281,7 @@ static void s_destroy(kernel_conn_t *base)
     for (int i = 0; i < KCHAN_COUNT; i++) {
         s_chan_t *c = &self->chans[i];
         loop_unwatch(self->loop, c->watch);
-        loop_unwatch(self->loop, c->mon_watch);
-        zactor_destroy(&c->mon); /* before its socket, which it monitors */
+        s_monitor_end(self, c); /* before its socket, which it monitors */
         zsock_destroy(&c->sock);
     }
     loop_unwatch(self->loop, self->hb_watch);
@@ -347,19 +352,33 @@ static int s_connect_to(zsock_t *s, const connfile_t *ci, int which, char *err, 
 }
 
 /* A kernel's ROUTER silently drops messages for a peer whose handshake has
- * not finished (see s_on_monitor). czmq's zmonitor reports it: an actor,
- * i.e. a thread of czmq's, per DEALER, from before its connect (with a
- * kernel already listening, as when attaching, the handshake can finish at
- * once, and a monitor started after it would never report it: issue 14
- * item 3) until the three handshakes are done (s_monitors_end), a few
- * milliseconds into a kernel's life. START returns once the monitor is on. */
-static zactor_t *s_monitor(zsock_t *sock)
+ * not finished (see s_on_monitor), so each DEALER is monitored from before
+ * its connect (with a kernel already listening, as when attaching, the
+ * handshake can finish at once, and a monitor started after it would never
+ * report it: issue 14 item 3) until the three handshakes are done
+ * (s_monitors_end), a few milliseconds into a kernel's life.
+ *
+ * libzmq's zmq_socket_monitor, read through a czmq PAIR on the loop, not
+ * czmq's zmonitor: that actor is a thread per socket, and one destroyed
+ * just before the process exits (rat-py stopped while a kernel starts) has
+ * not closed its pipe yet when czmq's atexit handler (zsys_shutdown) looks,
+ * which then sleeps 200 ms: with zmonitor, EOF 0.3 s after start took
+ * 530-750 ms to exit, against 320-500 ms (issue 29). */
+static zsock_t *s_monitor(s_zconn_t *self, s_chan_t *c, char *err, size_t errlen)
 {
-    zactor_t *mon = zactor_new(zmonitor, sock);
-    zstr_sendx(mon, "LISTEN", "HANDSHAKE_SUCCEEDED", "DISCONNECTED", NULL);
-    zstr_send(mon, "START");
-    zsock_wait(mon);
+    char addr[96];
+    snprintf(addr, sizeof addr, "inproc://rat-monitor-%p-%d", (void *)self, (int)c->ch);
+    if (zmq_socket_monitor(zsock_resolve(c->sock), addr, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) < 0) {
+        snprintf(err, errlen, "cannot monitor the %s socket: %s", kernel_conn_channel_name(c->ch), zmq_strerror(errno));
+        return NULL;
+    }
+    zsock_t *mon = zsock_new(ZMQ_PAIR);
     zsock_set_rcvtimeo(mon, 0);
+    if (zsock_connect(mon, "%s", addr) < 0) {
+        snprintf(err, errlen, "cannot monitor the %s socket: %s", kernel_conn_channel_name(c->ch), zmq_strerror(errno));
+        zmq_socket_monitor(zsock_resolve(c->sock), NULL, 0);
+        zsock_destroy(&mon);
+    }
     return mon;
 }
 
@@ -391,7 +410,11 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, const connfile_t *ci, kernel_conn_ms
         c->sock = s_socket(types[i], types[i] == ZMQ_DEALER ? self->session : NULL);
         c->watch = loop_watch_zsock(loop, c->sock, ZMQ_POLLIN, s_on_readable, c);
         if (types[i] == ZMQ_DEALER) {
-            c->mon = s_monitor(c->sock);
+            c->mon = s_monitor(self, c, err, errlen);
+            if (!c->mon) {
+                s_destroy(&self->base);
+                return NULL;
+            }
             c->mon_watch = loop_watch_zsock(loop, c->mon, ZMQ_POLLIN, s_on_monitor, c);
         }
         if (s_connect_to(c->sock, ci, ports[i], err, errlen) < 0) {

@@ -4,9 +4,9 @@
  * kernel routes input_request with the shell identity), iopub is a SUB on
  * everything, hb a REQ with RELAXED+CORRELATE so a lost ping never wedges it.
  * Every incoming message is verified (wire_decode) before its JSON is
- * parsed; rejected ones are counted and dropped. All sockets live on the loop
- * thread; while the three DEALERs handshake, czmq's zmonitor actors (a
- * thread each) report it (kernel_zmq.c, s_monitor). */
+ * parsed; rejected ones are counted and dropped. The sockets are czmq's
+ * (zsock_t), and all of them, the monitors of the three DEALERs' handshakes
+ * included, live on the loop thread. */
 #ifndef RAT_KERNEL_ZMQ_H
 #define RAT_KERNEL_ZMQ_H
 
