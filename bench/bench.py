@@ -121,6 +121,26 @@ def kernel_cpu_ns(pid):
     return total
 
 
+def ready_kernel():
+    """A fresh kernel (jupyter_client's KernelManager, the python3
+    kernelspec), returned once it has answered kernel_info. The contenders
+    connect to it at once, and a client of its own (jc_bench.py, a
+    BlockingKernelClient) gives up when a kernel still booting misses the
+    first second of its wait_for_ready and no heartbeat has come back yet
+    ("Kernel died before replying to kernel_info"), which a loaded machine
+    makes common. The manager's own client judges by the process instead."""
+    from jupyter_client.manager import KernelManager
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=120)
+    finally:
+        kc.stop_channels()
+    return km
+
+
 def paired(rounds, args, parse, prep=None):
     """Runs the floor, jupyter_client and rat-py (attached with --existing)
     against one kernel per round (jupyter_client's KernelManager, the python3
@@ -136,13 +156,11 @@ def paired(rounds, args, parse, prep=None):
     turn (jc_bench.py unhook), so the others never pay for them. prep(
     connection_file) readies each kernel first. With --baseline, the
     baseline rat-py ("b") takes its turn too."""
-    from jupyter_client.manager import KernelManager
     order = "fjrb" if BASE else "fjr"
     got = {c: [] for c in order}
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
     for k in range(rounds):
-        km = KernelManager(kernel_name="python3")
-        km.start_kernel()
+        km = ready_kernel()
         try:
             cf = km.connection_file
             if prep:
@@ -207,7 +225,6 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
     CPU ns {name: ns}, calls).
     With --baseline, the baseline rat-py ("b") is a sixth contender, run
     like rat-py (its hook in for its blocks)."""
-    from jupyter_client.manager import KernelManager
     names = "fjrpqb" if BASE else "fjrpq"
     got = {c: [] for c in names}
     preps = {"f": UNHOOK_ONLY, "j": UNHOOK_ONLY, "r": REHOOK, "p": UNHOOK_ONLY, "q": LOAD_HOOK, "b": REHOOK}
@@ -222,8 +239,7 @@ def interleaved(rounds, blocks, per_block, prep=None, generations=1):
         procs.clear()
 
     for k in range(rounds):
-        km = KernelManager(kernel_name="python3")
-        km.start_kernel()
+        km = ready_kernel()
         procs = {}
         try:
             cf = km.connection_file
