@@ -99,8 +99,13 @@ test('a program built against the installed library (pkg-config rat) serves MCP'
     const manifest = readFileSync(path.join(BUILD, 'install_manifest.txt'), 'utf8').split('\n').filter(Boolean).sort();
     assert.deepEqual(manifest, installed);
     for (const f of ['bin/rat-r', 'bin/rat', 'share/man/man1/rat-r.1']) assert.ok(installed.includes(path.join(prefix, f)), f);
+    // rat-py's kernelspec, as built in: the copy to change for --kernelspec-dir.
+    assert.equal(readFileSync(path.join(prefix, 'share/rat-py/kernelspec/kernel.json'), 'utf8'),
+      readFileSync(path.join(SRC, 'kernelspec/kernel.json'), 'utf8'));
     const libdir = path.join(prefix, 'lib');
     assert.ok(existsSync(path.join(libdir, 'pkgconfig/rat.pc')), 'rat.pc under the prefix');
+    assert.match(execFileSync('pkg-config', ['--print-requires-private', 'rat'],
+      { env: { ...process.env, PKG_CONFIG_PATH: path.join(libdir, 'pkgconfig') }, encoding: 'utf8' }), /^libczmq$/m);
     await checkExample({ ...process.env, PKG_CONFIG_PATH: path.join(libdir, 'pkgconfig') }, libdir, prefix);
     // The Python package, from the prefix, with no LD_LIBRARY_PATH: it finds
     // the prefix's librat and rat-py itself (rat_py/_install.py).
@@ -180,7 +185,7 @@ test('dpkg-buildpackage -us -uc: four packages, lintian-clean, that work unpacke
   await t.test('what each package holds and depends on', () => {
     const word = (list, p) => new RegExp(`(^|, )${p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}( |,|$)`).test(list);
     let f = fields(debs['rat-py'], 'Depends', 'Recommends', 'Suggests');
-    for (const p of ['python3-ipykernel', 'libzmq5', 'libjson-c5', 'libsodium23', 'libyaml-0-2', 'libc6'])
+    for (const p of ['python3-ipykernel', 'libzmq5', 'libczmq4', 'libjson-c5', 'libsodium23', 'libyaml-0-2', 'libc6'])
       assert.ok(word(f.Depends, p), `rat-py Depends ${p}: ${f.Depends}`);
     for (const p of [...dlopen, ...dlopenCli]) {
       assert.ok(word(f.Recommends, p), `rat-py Recommends ${p} (loaded with dlopen): ${f.Recommends}`);
@@ -193,7 +198,7 @@ test('dpkg-buildpackage -us -uc: four packages, lintian-clean, that work unpacke
       '/usr/share/doc/rat-py/changelog.gz', '/usr/share/doc/rat-py/copyright',
       '/usr/share/man/man1/rat-js.1.gz -> rat-py.1.gz', '/usr/share/man/man1/rat-ju.1.gz -> rat-py.1.gz', '/usr/share/man/man1/rat-py.1.gz',
       '/usr/share/man/man1/rat-r.1.gz -> rat-py.1.gz', '/usr/share/man/man1/rat-sh.1.gz -> rat-py.1.gz',
-      '/usr/share/man/man1/rat.1.gz']);
+      '/usr/share/man/man1/rat.1.gz', '/usr/share/rat-py/kernelspec/kernel.json']);
 
     f = fields(debs.librat0, 'Depends', 'Recommends', 'Multi-Arch', 'Section');
     assert.equal(f['Multi-Arch'], 'same');
