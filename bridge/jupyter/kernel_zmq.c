@@ -57,7 +57,12 @@ const char *kernel_conn_channel_name(kchan_t ch)
  * calls again for the rest). Each frame is a zframe_t holding libzmq's
  * message: the data is not copied, and wire_decode reads it in place. A
  * message of more than MAX_FRAMES frames is read to its end and dropped,
- * keeping no more than MAX_FRAMES of it. */
+ * keeping no more than MAX_FRAMES of it (zmsg_recv would first hold it all).
+ * What czmq adds over zmq_msg_recv into a stack array is the zframe_t's
+ * calloc and free and a zsock_rcvmore per frame: ~780 instructions a frame,
+ * ~23 k of the ~30 k more a `x = 42` round trip takes (its ~30 frames),
+ * ~8 µs of rat-py's CPU and no difference the round-trip bench can see;
+ * a flood comes in few, large messages (doc/performance.md, issue 29). */
 static void s_recv_all(s_zconn_t *self, s_chan_t *c)
 {
     for (int budget = 0; budget < DRAIN_BUDGET; budget++) {

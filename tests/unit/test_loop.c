@@ -2,7 +2,10 @@
  * their edge-triggered descriptor (zsock_fd), so every way a wake-up could
  * be lost is checked here with a real inproc czmq socket pair; plain fds
  * keep zmq_poll's revents mapping. */
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <czmq.h>
 
@@ -201,8 +204,38 @@ static void test_defer_runs_at_destroy(void)
     CHECK_EQ_INT(s_deferred_ran, 1);
 }
 
+/* czmq's context as zmqctx sets it up: its log never reaches stdout (the
+ * MCP channel), even when the environment asks for it, and it leaves
+ * SIGINT and SIGTERM alone (rat-py reads them from a signalfd). Runs first:
+ * the set-up happens once per process. */
+static void test_zmqctx_keeps_stdout_and_signals(void)
+{
+    setenv("ZSYS_LOGSTREAM", "stdout", 1);
+    int fds[2];
+    CHECK(pipe2(fds, O_NONBLOCK) == 0);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    dup2(fds[1], STDOUT_FILENO);
+    zmqctx_init();
+    zsock_t *s = zsock_new(ZMQ_PAIR); /* the context exists */
+    zsys_error("rat-py test: this line belongs on stderr");
+    zsock_destroy(&s);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    char c;
+    CHECK(read(fds[0], &c, 1) < 0); /* nothing was written */
+    close(fds[0]);
+    close(fds[1]);
+    struct sigaction sa;
+    CHECK(sigaction(SIGINT, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL);
+    CHECK(sigaction(SIGTERM, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL);
+    unsetenv("ZSYS_LOGSTREAM");
+}
+
 int main(void)
 {
+    RUN_CASE(test_zmqctx_keeps_stdout_and_signals);
     RUN_CASE(test_defer_runs_at_destroy);
     RUN_CASE(test_message_wakes_watch);
     RUN_CASE(test_kick_after_outside_use);
