@@ -128,17 +128,25 @@ def ready_kernel():
     BlockingKernelClient) gives up when a kernel still booting misses the
     first second of its wait_for_ready and no heartbeat has come back yet
     ("Kernel died before replying to kernel_info"), which a loaded machine
-    makes common. The manager's own client judges by the process instead."""
+    makes common. The manager's own client judges by the process instead.
+    A kernel that dies at start (a port KernelManager picked was taken by
+    another process before the kernel bound it: "Address already in use")
+    is started again, twice at most."""
     from jupyter_client.manager import KernelManager
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel()
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=120)
-    finally:
-        kc.stop_channels()
-    return km
+    for attempt in range(3):
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=120)
+            return km
+        except RuntimeError:
+            if attempt == 2:
+                raise
+            km.shutdown_kernel(now=True)
+        finally:
+            kc.stop_channels()
 
 
 def paired(rounds, args, parse, prep=None):
