@@ -54,35 +54,46 @@ const char *kernel_conn_channel_name(kchan_t ch)
 }
 
 /* Reads what c's socket holds, DRAIN_BUDGET messages at most (the loop
- * calls again for the rest). Each frame is a zframe_t holding libzmq's
- * message: the data is not copied, and wire_decode reads it in place. A
- * message of more than MAX_FRAMES frames is read to its end and dropped,
- * keeping no more than MAX_FRAMES of it (zmsg_recv would first hold it all).
- * What czmq adds over zmq_msg_recv into a stack array is the zframe_t's
- * calloc and free and a zsock_rcvmore per frame: ~780 instructions a frame,
- * ~23 k of the ~30 k more a `x = 42` round trip takes (its ~30 frames),
- * ~8 µs of rat-py's CPU and no difference the round-trip bench can see;
- * a flood comes in few, large messages (doc/performance.md, issue 29). */
+ * calls again for the rest), into libzmq messages on the stack: the data is
+ * not copied, and wire_decode reads it in place. A message of more than
+ * MAX_FRAMES frames is read to its end and dropped, keeping no more than
+ * MAX_FRAMES of it (zmsg_recv would first hold it all).
+ *
+ * The one place rat-py receives with libzmq (zmq_msg_recv on the zsock's
+ * handle), not czmq: czmq's least costly form, zframe_recv, is zero-copy
+ * too but allocates a zframe_t per frame (calloc, free) and asks
+ * zsock_rcvmore: ~780 instructions a frame, 23 k of the 37.6 k more a
+ * `x = 42` round trip took on czmq (its ~30 frames; 441 k against 403 k,
+ * callgrind), and rat-py's CPU per round trip 448 µs against 413 µs
+ * (scripts/bench --baseline-ref=main, interleaved, issue 29). */
 static void s_recv_all(s_zconn_t *self, s_chan_t *c)
 {
+    void *sock = zsock_resolve(c->sock);
     for (int budget = 0; budget < DRAIN_BUDGET; budget++) {
-        /* NULL: drained (the socket's receive timeout is 0). The rest of a
-         * multipart message arrives atomically with its first frame. */
-        zframe_t *f = zframe_recv(c->sock);
-        if (!f)
-            return;
-        zframe_t *frames[MAX_FRAMES];
+        zmq_msg_t frames[MAX_FRAMES];
         size_t n = 0;
         bool overflow = false;
         for (;;) {
-            bool more = zframe_more(f);
-            if (n < MAX_FRAMES)
-                frames[n++] = f;
-            else {
-                zframe_destroy(&f);
+            zmq_msg_t extra;
+            zmq_msg_t *f = n < MAX_FRAMES ? &frames[n] : &extra;
+            zmq_msg_init(f);
+            /* Only the first frame may be absent (EAGAIN: drained); the
+             * rest of a multipart message arrives atomically with it. */
+            if (zmq_msg_recv(f, sock, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(f);
+                if (n == 0 && !overflow)
+                    return;
                 overflow = true;
+                break;
             }
-            if (!more || !(f = zframe_recv(c->sock)))
+            int more = zmq_msg_more(f);
+            if (f == &extra) {
+                zmq_msg_close(&extra);
+                overflow = true;
+            } else {
+                n++;
+            }
+            if (!more)
                 break;
         }
         if (overflow) {
@@ -92,8 +103,8 @@ static void s_recv_all(s_zconn_t *self, s_chan_t *c)
             const void *ptrs[MAX_FRAMES];
             size_t lens[MAX_FRAMES];
             for (size_t i = 0; i < n; i++) {
-                ptrs[i] = zframe_data(frames[i]);
-                lens[i] = zframe_size(frames[i]);
+                ptrs[i] = zmq_msg_data(&frames[i]);
+                lens[i] = zmq_msg_size(&frames[i]);
             }
             wire_msg_t m;
             wire_err_t e = wire_decode(&self->auth, self->replay, ptrs, lens, n, &m);
@@ -113,7 +124,7 @@ static void s_recv_all(s_zconn_t *self, s_chan_t *c)
             }
         }
         for (size_t i = 0; i < n; i++)
-            zframe_destroy(&frames[i]);
+            zmq_msg_close(&frames[i]);
         /* We go on using self and c after on_msg: owners never destroy a
          * connection from inside its handlers (kernel_conn.h); kernel.c
          * frees a kernel destroyed there, and this connection, from the
@@ -202,7 +213,9 @@ static int s_send(kernel_conn_t *base, kchan_t ch, const char *msg_type, const c
     }
     /* One multipart message: delimiter, signature, header, parent header,
      * metadata, content. It fails at once (send timeout 0) rather than
-     * block the loop when the kernel's queue is full. */
+     * block the loop when the kernel's queue is full. czmq builds a zmsg_t
+     * of six zframe_t for it: ~7.7 k instructions a request more than six
+     * zmq_send (callgrind), once per request, not per frame received. */
     const wire_out_t *o = &self->out;
     int rc = zsock_send(s, "ssbbbb", WIRE_DELIM, o->sig, (byte *)wire_out_part(o, 0), o->len[0],
                         (byte *)wire_out_part(o, 1), o->len[1], (byte *)wire_out_part(o, 2), o->len[2],
