@@ -25,9 +25,9 @@
  *
  * It talks libzmq directly, where rat-py goes through czmq (kernel_zmq.c):
  * the floor is the least a client can do with ZeroMQ, the stick rat-py is
- * measured against, so what czmq costs rat-py (a zframe_t allocated per
- * frame received, a zmsg_t per message sent: doc/performance.md) must show
- * in the ratio, not be added to the floor too. */
+ * measured against, so what czmq costs rat-py (a zmsg_t of zframe_t per
+ * request sent, doc/performance.md) must show in the ratio, not be added
+ * to the floor too. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
