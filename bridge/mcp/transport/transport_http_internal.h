@@ -110,7 +110,7 @@ struct transport_http {
     bool loopback;                /* bound to a loopback address */
     char *token;                  /* owned */
     char *tls_cert, *tls_key;     /* owned PEM text (MHD reads them while it starts); the key wiped at the end */
-    char mhd_said[256];           /* libmicrohttpd's last log line (why a start failed) */
+    char mhd_said[512];           /* libmicrohttpd's last log line (why a start failed) */
     char **allow_origins;         /* owned */
     size_t max_body;
     size_t max_bodies;
