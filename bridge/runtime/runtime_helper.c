@@ -119,9 +119,13 @@ static void s_req_deadline(loop_t *loop, void *ud)
     r->deadline_timer = 0;
     bool hb = self->kernel && kernel_heartbeat_ok(self->kernel);
     int64_t age = loop_now_ms() - r->sent_ms;
-    if (r->kind == REQ_HELPER && hb && age < HELPER_TIMEOUT_MS) {
-        /* A live kernel may take a while over a helper call; a silent one
-         * will not answer at all. */
+    if ((r->kind == REQ_HELPER || (r->kind == REQ_QUERY && !self->current)) && hb && age < HELPER_TIMEOUT_MS) {
+        /* A live kernel may take a while over a helper call, or over a
+         * completion while no code runs (Jedi's first one parses the
+         * builtins' stubs: 0.7 s of CPU with an empty cache, several
+         * seconds on a loaded machine); a silent one will not answer at
+         * all. While code runs, 3 s without an answer means it holds the
+         * interpreter, and waiting longer helps nobody. */
         r->deadline_timer = loop_timer(loop, QUERY_TIMEOUT_MS, s_req_deadline, r);
         return;
     }

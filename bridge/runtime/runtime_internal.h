@@ -47,7 +47,9 @@
 /* Every request a caller waits for is answered within a bound, whatever the
  * kernel does (stopped, or holding the interpreter in a long C call). */
 #define QUERY_TIMEOUT_MS 3000      /* completion, inspection */
-#define HELPER_TIMEOUT_MS 10000    /* helper calls (an R overview can be slow) */
+/* Helper calls (an R overview can be slow), and completions and inspections
+ * while no code runs, as long as the heartbeat answers. */
+#define HELPER_TIMEOUT_MS 10000
 #define RESET_TIMEOUT_MS 5000      /* as long as cancel waits */
 
 typedef enum { ST_STARTING, ST_READY, ST_FAILED } rt_kstate_t;

@@ -385,6 +385,14 @@ static void s_done(void *ud, bool ok, const char *text)
 
 /* ------------------------------------------------------------ cases */
 
+static void s_completed(void *ud, const runtime_completions_t *c, const char *err)
+{
+    s_done_t *d = ud;
+    d->calls++;
+    d->ok = c != NULL;
+    snprintf(d->text, sizeof d->text, "%s", c ? (c->n && c->items[0].label ? c->items[0].label : "") : err);
+}
+
 /* A run answered normally; the observer releases it inside on_done. */
 static void test_run_ok(void)
 {
@@ -439,6 +447,42 @@ static void test_snapshot_late_reply(void)
     s_settle();
     CHECK_EQ_INT(o.done, 1);
     CHECK_EQ_STR(s_state(), "idle");
+    s_stop();
+}
+
+/* A completion on an idle kernel whose heartbeat answers is worth waiting
+ * for past 3 s: Jedi's first one parses the builtins' stubs, seconds on a
+ * loaded machine (integration.look failed so). While code runs, 3 s
+ * without an answer still ends it: the code holds the interpreter. */
+static void test_slow_completion(void)
+{
+    s_start_ready(false);
+    s_done_t d = {0};
+    runtime_complete(g_rt, "pri", 3, s_completed, &d);
+    s_sent_t *q = s_last_sent(g_conns[0], "complete_request", NULL);
+    CHECK(q != NULL && q->ch == KCHAN_SHELL);
+    char id[WIRE_ID_LEN + 1] = "";
+    if (q)
+        memcpy(id, q->id, sizeof id);
+    SPIN_UNTIL(d.calls, 3500);
+    CHECK_EQ_INT(d.calls, 0);
+    s_push(g_conns[0], KCHAN_SHELL, "complete_reply", id,
+           "{\"status\":\"ok\",\"matches\":[\"print\"],\"cursor_start\":0,\"cursor_end\":3,\"metadata\":{}}");
+    s_deliver(g_conns[0]);
+    CHECK_EQ_INT(d.calls, 1);
+    CHECK(d.ok);
+    CHECK_EQ_STR(d.text, "print");
+
+    s_obs_t o;
+    s_run("import time; time.sleep(60)", &o);
+    s_done_t busy = {0};
+    runtime_complete(g_rt, "pri", 3, s_completed, &busy);
+    q = s_last_sent(g_conns[0], "complete_request", NULL);
+    CHECK(q != NULL && q->ch == KCHAN_CONTROL);
+    SPIN_UNTIL(busy.calls, 5000);
+    CHECK_EQ_INT(busy.calls, 1);
+    CHECK(!busy.ok);
+    CHECK(strstr(busy.text, "did not answer within 3 s (busy: the running code holds the interpreter") != NULL);
     s_stop();
 }
 
@@ -1083,6 +1127,7 @@ int main(void)
     RUN_CASE(test_slow_snapshot);
     RUN_CASE(test_slow_snapshot_keeps_success);
     RUN_CASE(test_snapshot_late_reply);
+    RUN_CASE(test_slow_completion);
     RUN_CASE(test_death_while_running);
     RUN_CASE(test_reset_all_during_restart_swaps_spare);
     RUN_CASE(test_restart_swaps_ready_spare);
