@@ -2,6 +2,7 @@
 #define LOG_MODULE "ws"
 #include "kernel_ws.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -448,8 +449,13 @@ static void s_handshake_response(s_ws_t *self, size_t hdr_len)
     size_t n = hdr_len < sizeof line - 1 ? hdr_len : sizeof line - 1;
     memcpy(line, self->in.data, n);
     line[n] = '\0';
-    if (sscanf(line, "HTTP/1.%*d %d", &status) != 1)
-        status = 0;
+    /* RFC 9112 4: "HTTP/1.x" SP three digits, then SP or the line's end;
+     * anything else (a longer number, letters after the digits) is no
+     * status at all, whatever it starts with. */
+    if (strncmp(line, "HTTP/1.", 7) == 0 && isdigit((unsigned char)line[7]) && line[8] == ' ' &&
+        isdigit((unsigned char)line[9]) && isdigit((unsigned char)line[10]) && isdigit((unsigned char)line[11]) &&
+        (line[12] == ' ' || line[12] == '\r' || line[12] == '\n'))
+        status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
     if (status == 101) {
         const char *bad = s_upgrade_problem(self, self->in.data, hdr_len);
         if (bad) {
