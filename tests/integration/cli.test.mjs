@@ -62,21 +62,23 @@ test('doctor: a Python without ipykernel is a ✗ naming the package, exit 1', (
   }
 });
 
-test('--help names every option and subcommand, and the man page documents each', () => {
+test('--help names every option and subcommand; the man page and doc/cli.md document each', () => {
   const help = rat(['--help']);
   assert.equal(help.status, 0);
   const man = readFileSync(path.join(here, '../../doc/rat-py.1'), 'utf8').replaceAll('\\-', '-');
   const readme = readFileSync(path.join(here, '../../README.md'), 'utf8');
+  const cli = readFileSync(path.join(here, '../../doc/cli.md'), 'utf8');
   const opts = [...new Set(help.stdout.match(/--[a-z][a-z-]+/g))];
   assert.ok(opts.length >= 12, opts.join(' '));
   for (const o of opts) {
     assert.ok(man.includes(o), `man page lacks ${o}`);
-    assert.ok(readme.includes(o), `README lacks ${o}`);
+    assert.ok(cli.includes(o), `doc/cli.md lacks ${o}`);
   }
   for (const c of ['kernels', 'install', 'uninstall', 'doctor']) {
     assert.match(help.stdout, new RegExp(`rat-py ${c}`));
     assert.match(man, new RegExp(`^\\.B ${c}$`, 'm'));
     assert.ok(readme.includes(`rat-py ${c}`), `README lacks rat-py ${c}`);
+    assert.ok(cli.includes(`rat-py ${c}`), `doc/cli.md lacks rat-py ${c}`);
   }
   const v = rat(['--version']);
   assert.match(v.stdout, /^rat-py \d+\.\d+\.\d+\n$/);
