@@ -11,8 +11,9 @@
  *
  * The input: byte 0 holds the number of cuts (low 3 bits); then two bytes
  * per cut (little-endian offsets into the stream, taken modulo its length,
- * sorted); the rest is the stream. In it, "@ACCEPT@" becomes the
- * Sec-WebSocket-Accept the connection's key asks for (the key is random).
+ * sorted); the rest is the stream. In its head (up to the first empty
+ * line), "@ACCEPT@" becomes the Sec-WebSocket-Accept the connection's key
+ * asks for (the key is random).
  *
  * Checked: the connection comes up only when the stream holds the right
  * accept value (RFC 6455 4.1); the outcome does not depend on how the bytes
@@ -223,12 +224,17 @@ static bool s_play(const uint8_t *raw, size_t len, const size_t *cuts, size_t nc
         /* The cuts are offsets into raw; each substitution moves the later
          * ones by the length difference. */
         size_t piece_end[MAX_CUTS + 1], np = 0, ci = 0;
+        /* Only in the head: the accept differs from play to play (each
+         * connection has its own random key), so in the frames it would make
+         * the two plays different streams (a length byte taken from it). */
+        const uint8_t *head_end = memmem(raw, len, "\r\n\r\n", 4);
+        size_t subst_end = head_end ? (size_t)(head_end - raw) : len;
         for (size_t i = 0; i < len;) {
             while (ci < ncuts && cuts[ci] <= i) {
                 piece_end[np++] = st.len;
                 ci++;
             }
-            if (len - i >= 8 && memcmp(raw + i, "@ACCEPT@", 8) == 0) {
+            if (i + 8 <= subst_end && memcmp(raw + i, "@ACCEPT@", 8) == 0) {
                 buf_puts(&st, acc);
                 i += 8;
             } else {
