@@ -23,6 +23,7 @@
 #include <time.h>
 #include <czmq.h>
 
+#include "heaptrim.h"
 #include "log.h"
 #include "mem.h"
 
@@ -98,6 +99,7 @@ void loop_destroy(loop_t **self_p)
         t.fn(self, t.ud);
     }
     free(self->watches);
+    heaptrim_forget(self);
     free(self->timers);
     free(self->pfds);
     free(self->item_idx);
