@@ -440,6 +440,29 @@ void mcp_session_notify(mcp_session_t *self, const char *method, json_object *pa
     mcp_session_send(self, NULL, jsonrpc_notification(method, params), MCP_MSG_NOTIFICATION);
 }
 
+rcbytes_t *mcp_notification_bytes(const char *method, json_object *params)
+{
+    char *json = jsonrpc_notification(method, params ? json_object_get(params) : NULL);
+    rcbytes_t *b = rcbytes_new(json, strlen(json));
+    free(json);
+    return b;
+}
+
+void mcp_session_notify_shared(mcp_session_t *self, rcbytes_t *msg)
+{
+    if (self->stateless || (!self->initialized && self->modern_seen)) /* as mcp_session_notify */
+        return;
+    if (self->send_shared)
+        self->send_shared(self->transport, msg);
+    else
+        self->send(self->transport, NULL, rcbytes_data(msg), rcbytes_len(msg), MCP_MSG_NOTIFICATION);
+}
+
+void mcp_session_set_send_shared(mcp_session_t *self, mcp_send_shared_fn *fn)
+{
+    self->send_shared = fn;
+}
+
 static json_object *s_log_params(mcp_log_level_t level, const char *logger, const char *text, size_t len)
 {
     json_object *p = json_object_new_object();

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "rcbytes.h"
+
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 /* The current ("modern") revision: no initialize, every request carries its
  * version and the client's capabilities in params._meta (doc/mcp.md). */
@@ -57,6 +59,12 @@ typedef enum {
  * this message belongs to (NULL for messages tied to no request). A
  * MCP_MSG_RESPONSE ends that request. */
 typedef void (mcp_send_fn)(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind);
+/* Optional transport hook for a notification tied to no request whose bytes
+ * are shared with other sessions (mcp_session_notify_shared): msg is
+ * borrowed for the call; a transport that keeps the bytes takes its own
+ * reference (rcbytes_ref) instead of copying them. A transport without it
+ * gets the same bytes through its mcp_send_fn (origin NULL). */
+typedef void (mcp_send_shared_fn)(void *transport, rcbytes_t *msg);
 
 /* Tool handler: args is the validated argument object with defaults filled in,
  * borrowed for the duration of the call only. The handler must eventually
@@ -213,6 +221,16 @@ const char *mcp_session_client_name(const mcp_session_t *self);
 bool mcp_session_client_has(const mcp_session_t *self, const char *capability);
 /* Sends a notification not tied to any request. params consumed. */
 void mcp_session_notify(mcp_session_t *self, const char *method, json_object *params);
+/* Serializes a notification once (JSON-RPC, no newline) for
+ * mcp_session_notify_shared to send to many sessions. params is borrowed
+ * (may be NULL). The caller owns the result (rcbytes_unref). */
+rcbytes_t *mcp_notification_bytes(const char *method, json_object *params);
+/* Sends msg (borrowed; made by mcp_notification_bytes) as
+ * mcp_session_notify would, through the transport's shared hook when it has
+ * one, so that N sessions cost one serialization and no copies. */
+void mcp_session_notify_shared(mcp_session_t *self, rcbytes_t *msg);
+/* Declares the transport's shared hook (NULL: none, the default). */
+void mcp_session_set_send_shared(mcp_session_t *self, mcp_send_shared_fn *fn);
 /* Sends notifications/message if level passes the client's logging level. */
 void mcp_session_log(mcp_session_t *self, mcp_log_level_t level, const char *logger, const char *text);
 /* A number for this session, unique for the server's life (1, 2, ...):

@@ -130,6 +130,7 @@ typedef struct mcp_pending {
 struct mcp_session {
     mcp_server_t *server;         /* borrowed */
     mcp_send_fn *send;
+    mcp_send_shared_fn *send_shared; /* or NULL */
     void *transport;
     bool initialized;             /* initialize answered */
     bool initialized_told;        /* notifications/initialized went to the server's handlers */

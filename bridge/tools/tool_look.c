@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "heaptrim.h"
 #include "lookpath.h"
 #include "log.h"
 #include "mem.h"
@@ -62,6 +63,9 @@ static s_op_t *s_op_new(tools_ctx_t *ctx, mcp_call_t *call)
 
 static void s_finish(s_op_t *op, const char *text, bool is_error, json_object *structured)
 {
+    /* A large look (a big frame's repr, a long listing) leaves freed heap
+     * behind: give it back once things are quiet. */
+    heaptrim_soon(op->base.ctx->loop);
     tools_op_finish(&op->base, text, is_error, structured);
 }
 

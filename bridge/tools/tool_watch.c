@@ -10,9 +10,12 @@
  * Bounded: output is batched (the first chunk after a quiet spell at once,
  * then at most one batch per WATCH_FLUSH_MS, each at most WATCH_BATCH_BYTES
  * of text and WATCH_BATCH_ITEMS items; the rest is counted in the batch's
- * `dropped`). Past that, a watcher that does not read loses notifications
- * in its transport (which bounds what it keeps per session); every event
- * carries `seq`, so a gap is the marker that events were lost. */
+ * `dropped`). Each event is serialized once for every watcher (the
+ * transport queues references to the same bytes). Past that, a watcher
+ * that does not read loses notifications in its transport (which bounds
+ * what it keeps per session, and what all sessions keep together, the
+ * slowest losing first); every event carries `seq`, so a gap is the marker
+ * that events were lost. */
 #define LOG_MODULE "watch"
 #include "tools.h"
 
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "heaptrim.h"
 #include "log.h"
 #include "mem.h"
 #include "utf8.h"
@@ -54,18 +58,29 @@ typedef struct tool_watch {
     uintptr_t cur_owner;
 } tool_watch_t;
 
+/* One broadcast: the event is serialized once with "mine": false for every
+ * watcher but the run's owner, and once more with "mine": true when the
+ * owner watches too; each session's transport queues a reference to those
+ * bytes, never a copy (doc/performance.md#watchers). */
 typedef struct {
-    json_object *ev;
+    json_object *ev;        /* borrowed */
     uintptr_t owner;
+    rcbytes_t *others;      /* owned: the bytes for everyone but the owner */
+    rcbytes_t *mine;        /* owned, made when the owner is met, or NULL */
 } s_send_t;
 
 static void s_send_one(mcp_session_t *s, void *ud)
 {
     s_send_t *x = ud;
-    json_object *copy = NULL;
-    json_object_deep_copy(x->ev, &copy, NULL);
-    json_object_object_add(copy, "mine", json_object_new_boolean(x->owner && x->owner == mcp_session_serial(s)));
-    mcp_session_notify(s, "rat/event", copy);
+    if (x->owner && x->owner == mcp_session_serial(s)) {
+        if (!x->mine) {
+            json_object_object_add(x->ev, "mine", json_object_new_boolean(true));
+            x->mine = mcp_notification_bytes("rat/event", x->ev);
+        }
+        mcp_session_notify_shared(s, x->mine);
+    } else {
+        mcp_session_notify_shared(s, x->others);
+    }
 }
 
 static void s_count_one(mcp_session_t *s, void *ud)
@@ -97,8 +112,11 @@ static json_object *s_event(tool_watch_t *w, const char *type, unsigned long run
 /* Sends ev (consumed) to every subscriber of rat://events, with `mine`. */
 static void s_broadcast(tool_watch_t *w, json_object *ev, uintptr_t owner)
 {
-    s_send_t x = {ev, owner};
+    json_object_object_add(ev, "mine", json_object_new_boolean(false));
+    s_send_t x = {ev, owner, mcp_notification_bytes("rat/event", ev), NULL};
     mcp_server_each_subscriber(w->srv, URI_EVENTS, s_send_one, &x);
+    rcbytes_unref(&x.others);
+    rcbytes_unref(&x.mine);
     json_object_put(ev);
 }
 
@@ -198,6 +216,10 @@ static void s_vars_changed(tool_watch_t *w)
 static void s_on_event(void *ud, const runtime_ev_t *ev)
 {
     tool_watch_t *w = ud;
+    /* A run's end (a flood, a fan-out to every watcher) and a state change
+     * (a restart) end bursts: give their freed heap back once it is quiet. */
+    if (ev->kind == RUNTIME_EV_END || ev->kind == RUNTIME_EV_STATE)
+        heaptrim_soon(w->ctx->loop);
     if (ev->kind == RUNTIME_EV_STATE) {
         mcp_server_resource_updated(w->srv, URI_STATUS);
         s_vars_changed(w);

@@ -798,6 +798,7 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     self->max_bodies = o->max_bodies ? o->max_bodies : (64u << 20);
     self->max_sessions = o->max_sessions ? o->max_sessions : 256;
     self->session_idle_s = o->session_idle_s > 0 ? o->session_idle_s : 3600;
+    self->unsent = outq_group_new(o->max_unsent ? o->max_unsent : UNSENT_MAX_DEFAULT);
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
@@ -873,6 +874,7 @@ void transport_http_destroy(transport_http_t **self_p)
     }
     while (self->streams)
         http_stream_free(self->streams);
+    outq_group_destroy(&self->unsent);
     loop_unwatch(self->loop, self->epoll_watch);
     loop_timer_cancel(self->loop, self->mhd_timer);
     loop_timer_cancel(self->loop, self->keepalive_timer);

@@ -36,6 +36,10 @@ typedef struct {
     size_t max_body;             /* bytes of one POST body; default 4 MiB */
     size_t max_bodies;           /* bytes of all POST bodies being received at once; default 64 MiB */
     unsigned max_sessions;       /* default 256 */
+    /* Bytes all streams together may hold unsent (default 64 MiB): past it
+     * the stream with the most unsent loses its oldest notifications
+     * first (outq.h); each stream also keeps at most 4 MiB of them. */
+    size_t max_unsent;
     int session_idle_s;          /* idle sessions expire; default 3600 */
     unsigned max_connections;    /* default 2048 */
     int connection_timeout_s;    /* idle/slow connections are closed; default 30 */

@@ -21,12 +21,18 @@
 
 #include "buf.h"
 #include "jsonrpc.h"
+#include "heaptrim.h"
 #include "log.h"
+#include "outq.h"
 #include "mem.h"
 #include "mhd_dl.h" /* last: it renames the MHD_* calls */
 
 #define SESSION_ID_HEX 32                 /* 128 random bits */
 #define STREAM_DROP_NOTIFY (4u << 20)     /* unsent bytes past which notifications are dropped */
+#define UNSENT_MAX_DEFAULT (64u << 20)    /* all streams' unsent bytes together (outq group budget) */
+/* A drained queue that had held this much asks for freed heap to go back
+ * to the system (heaptrim). */
+#define TRIM_AFTER_BYTES (1u << 20)
 #define KEEPALIVE_MS 15000                /* SSE comment on idle GET streams */
 /* A POST stream whose call is in progress gets a comment after this much
  * silence: MHD notices a client that went away only when a write fails
@@ -49,8 +55,8 @@ struct http_stream {
     transport_http_t *t;
     http_session_t *sess;            /* borrowed; NULL once the session ended */
     struct MHD_Connection *conn;  /* borrowed from MHD */
-    buf_t out;                    /* SSE text not yet handed to MHD */
-    size_t out_off;
+    outq_t *out;                  /* owned: SSE text not yet handed to MHD, in transport->unsent */
+    size_t out_peak;              /* most unsent bytes since the queue was last empty */
     buf_t final_json;             /* the response, kept in case it goes out as plain JSON */
     bool had_other;               /* something besides the response was sent */
     bool attached;                /* the SSE response is queued on the connection */
@@ -120,6 +126,7 @@ struct transport_http {
     http_session_t *sessions;        /* owned list */
     http_session_t *stateless;       /* owned: serves modern (2026-07-28) requests, in no list */
     http_stream_t *streams;          /* owned list of live streams */
+    outq_group_t *unsent;            /* owned: the budget of every stream's unsent bytes */
     http_route_t routes[MAX_ROUTES];
     int nroutes;
     http_handler_t handlers[MAX_ROUTES];

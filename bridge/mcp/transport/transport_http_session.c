@@ -4,7 +4,8 @@
 #define LOG_MODULE "http"
 #include "transport_http_internal.h"
 
-static void s_stream_event(http_stream_t *s, const char *json, size_t len);
+static void s_stream_event(http_stream_t *s, rcbytes_t *json, bool droppable);
+static void s_mcp_send_shared(void *transport, rcbytes_t *msg);
 static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
 static void s_mcp_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind);
 static bool s_session_idle(const http_session_t *sess);
@@ -17,7 +18,7 @@ http_stream_t *http_stream_new(transport_http_t *self, http_session_t *sess, str
     s->conn = c;
     s->is_get = is_get;
     s->last_write_ms = loop_now_ms();
-    buf_init(&s->out, 0);
+    s->out = outq_new(self->unsent);
     buf_init(&s->final_json, 0);
     s->next = self->streams;
     self->streams = s;
@@ -39,7 +40,7 @@ void http_stream_free(http_stream_t *s)
         else if (!s->done)
             mcp_session_forget_origin(s->sess->mcp, s);
     }
-    buf_free(&s->out);
+    outq_destroy(&s->out);
     buf_free(&s->final_json);
     free(s);
 }
@@ -53,33 +54,42 @@ void http_stream_wake(http_stream_t *s)
     }
 }
 
-static void s_stream_event(http_stream_t *s, const char *json, size_t len)
+/* Queues one SSE event around json (a reference is taken: the bytes may be
+ * shared with other sessions' streams). droppable: a notification, which
+ * the transport's budget may drop while the stream is among the slowest. */
+static void s_stream_event(http_stream_t *s, rcbytes_t *json, bool droppable)
 {
     http_session_t *sess = s->sess;
     unsigned long id = sess ? ++sess->event_id : 0;
-    buf_printf(&s->out, "event: message\nid: %lu\ndata: ", id);
-    buf_append(&s->out, json, len);
-    buf_puts(&s->out, "\n\n");
+    char head[OUTQ_FRAME_MAX - 2];
+    int n = snprintf(head, sizeof head, "event: message\nid: %lu\ndata: ", id);
+    outq_push(s->out, head, (size_t)n, json, "\n\n", 2, droppable);
+    if (outq_unsent(s->out) > s->out_peak)
+        s->out_peak = outq_unsent(s->out);
     s->last_write_ms = loop_now_ms();
+}
+
+/* The same for a message of this stream only: its bytes are copied once. */
+static void s_stream_event_copy(http_stream_t *s, const char *json, size_t len, bool droppable)
+{
+    rcbytes_t *b = rcbytes_new(json, len);
+    s_stream_event(s, b, droppable);
+    rcbytes_unref(&b);
 }
 
 /* MHD pulls SSE bytes here. No data yet: suspend until http_stream_wake. */
 static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
+    (void)pos;
     http_stream_t *s = cls;
-    size_t avail = s->out.len - s->out_off;
-    if (avail) {
-        size_t n = avail < max ? avail : max;
-        memcpy(buf, s->out.data + s->out_off, n);
-        s->out_off += n;
-        if (s->out_off == s->out.len) {
-            if (s->out.cap > (256u << 10)) { /* drained after a slow reader: give it back */
-                size_t keep_max = s->out.max;
-                buf_free(&s->out);
-                buf_init(&s->out, keep_max);
-            }
-            buf_reset(&s->out);
-            s->out_off = 0;
+    size_t n = outq_read(s->out, buf, max);
+    if (n) {
+        if (!outq_unsent(s->out)) {
+            /* Drained after a burst (a slow reader caught up, a fan-out
+             * went out): what it held is free now; give it back. */
+            if (s->out_peak >= TRIM_AFTER_BYTES)
+                heaptrim_soon(s->t->loop);
+            s->out_peak = 0;
         }
         return (ssize_t)n;
     }
@@ -103,6 +113,18 @@ enum MHD_Result http_attach_sse(transport_http_t *self, http_stream_t *s, const 
     return http_queue(self, s->conn, MHD_HTTP_OK, r);
 }
 
+/* The per-session bound (kept besides the transport's total budget): a
+ * client that does not read gets no more notifications once its stream
+ * holds STREAM_DROP_NOTIFY unsent bytes. */
+static bool s_over_own_bound(http_session_t *sess, http_stream_t *s)
+{
+    if (outq_unsent(s->out) <= STREAM_DROP_NOTIFY)
+        return false;
+    if (s->dropped++ == 0)
+        log_warn("session %.8s: client is not reading; dropping notifications", sess->id);
+    return true;
+}
+
 /* mcp_send_fn: the MCP layer delivers a message for a session. */
 static void s_mcp_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind)
 {
@@ -124,11 +146,8 @@ static void s_mcp_send(void *transport, void *origin, const char *json, size_t l
         log_debug("session %.8s: no stream for a server message; dropped", sess->id);
         return;
     }
-    if (kind == MCP_MSG_NOTIFICATION && s->out.len - s->out_off > STREAM_DROP_NOTIFY) {
-        if (s->dropped++ == 0)
-            log_warn("session %.8s: client is not reading; dropping notifications", sess->id);
+    if (kind == MCP_MSG_NOTIFICATION && s_over_own_bound(sess, s))
         return;
-    }
     if (final && !s->is_get) {
         if (!s->attached)
             buf_append(&s->final_json, json, len);
@@ -136,10 +155,22 @@ static void s_mcp_send(void *transport, void *origin, const char *json, size_t l
     } else {
         s->had_other = true;
     }
-    s_stream_event(s, json, len);
+    s_stream_event_copy(s, json, len, kind == MCP_MSG_NOTIFICATION);
     http_stream_wake(s);
 }
 
+/* mcp_send_shared_fn: a notification whose bytes other sessions share
+ * (rat/event): it goes on the GET stream as a reference, not a copy. */
+static void s_mcp_send_shared(void *transport, rcbytes_t *msg)
+{
+    http_session_t *sess = transport;
+    http_stream_t *s = sess->get;
+    if (!s || s->done || s_over_own_bound(sess, s))
+        return;
+    s->had_other = true;
+    s_stream_event(s, msg, true);
+    http_stream_wake(s);
+}
 
 void http_session_flush_backlog(http_session_t *sess)
 {
@@ -148,7 +179,7 @@ void http_session_flush_backlog(http_session_t *sess)
         return;
     for (size_t at = 0; at < sess->backlog.len;) {
         size_t n = strlen(sess->backlog.data + at);
-        s_stream_event(s, sess->backlog.data + at, n);
+        s_stream_event_copy(s, sess->backlog.data + at, n, false);
         at += n + 1;
     }
     buf_free(&sess->backlog);
@@ -219,6 +250,7 @@ http_session_t *http_session_new(transport_http_t *self)
     sodium_bin2hex(sess->id, sizeof sess->id, raw, sizeof raw);
     buf_init(&sess->backlog, 0);
     sess->mcp = mcp_session_new(self->server, s_mcp_send, sess);
+    mcp_session_set_send_shared(sess->mcp, s_mcp_send_shared);
     sess->last_used_ms = loop_now_ms();
     sess->next = self->sessions;
     self->sessions = sess;
@@ -236,6 +268,7 @@ http_session_t *http_session_new_stateless(transport_http_t *self)
     snprintf(sess->id, sizeof sess->id, "stateless");
     buf_init(&sess->backlog, 0);
     sess->mcp = mcp_session_new(self->server, s_mcp_send, sess);
+    mcp_session_set_send_shared(sess->mcp, s_mcp_send_shared);
     mcp_session_set_stateless(sess->mcp);
     sess->last_used_ms = loop_now_ms();
     return sess;
@@ -273,8 +306,10 @@ void http_keepalive(loop_t *loop, void *ud)
             continue;
         }
         int64_t every = s->is_get ? KEEPALIVE_MS : CALL_KEEPALIVE_MS;
-        if (s->attached && !s->done && now - s->last_write_ms >= every) {
-            buf_puts(&s->out, ": keepalive\n\n");
+        /* A stream with bytes still queued is being written (or the
+         * write is failing): it needs no keep-alive. */
+        if (s->attached && !s->done && !outq_unsent(s->out) && now - s->last_write_ms >= every) {
+            outq_push(s->out, ": keepalive\n\n", 13, NULL, NULL, 0, false);
             s->last_write_ms = now;
             http_stream_wake(s);
         }
