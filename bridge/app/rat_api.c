@@ -102,6 +102,12 @@ int rat_options_check(const rat_options_t *o, char *err, size_t errlen)
                  RAT_MAX_ASSETS_MB, o->assets_max_mb);
         return -1;
     }
+    if (o->unsent_max_mb < 0 || o->unsent_max_mb > RAT_MAX_UNSENT_MB) {
+        snprintf(err, errlen, "--unsent-max-mb (unsent_max_mb) must be 1-%ld megabytes (or 0 for the default, "
+                              "64), not %ld",
+                 RAT_MAX_UNSENT_MB, o->unsent_max_mb);
+        return -1;
+    }
     for (size_t i = 0; o->allow_origins && o->allow_origins[i]; i++) {
         if (i >= RAT_MAX_ALLOW_ORIGINS) {
             snprintf(err, errlen, "--allow-origin (allow_origins) may be given at most %d times",

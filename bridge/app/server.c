@@ -329,6 +329,7 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
         .allow_insecure_remote = cfg->insecure_no_token,
         .tls_cert_pem = cert,
         .tls_key_pem = key,
+        .max_unsent = cfg->unsent_max_mb > 0 ? (size_t)cfg->unsent_max_mb << 20 : 0,
     };
     char err[2048];
     app->http = transport_http_new(app->loop, mcp, &ho, err, sizeof err);

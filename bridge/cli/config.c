@@ -72,6 +72,8 @@ void config_usage(FILE *out)
           "  --tls-cert FILE      serve HTTPS with this certificate (PEM, its chain after it;\n"
           "                       default: $RAT_PY_TLS_CERT) ...\n"
           "  --tls-key FILE       ... and its unencrypted private key (PEM; default: $RAT_PY_TLS_KEY)\n"
+          "  --unsent-max-mb N    all event streams together keep at most N MB unsent; past it\n"
+          "                       the slowest loses its oldest notifications first (default: 64)\n"
           "  --allow-origin URL   also accept browser requests from this Origin (repeatable;\n"
           "                       loopback origins are always accepted)\n"
           "  --insecure-no-token  allow a non-loopback --host without a token (anyone who can\n"
@@ -285,6 +287,16 @@ int config_parse(config_t *cfg, int argc, char **argv)
                 return -1;
             }
             o->port = (int)n;
+            continue;
+        }
+        if (missing)
+            goto missing;
+        if ((v = config_opt_value(argc, argv, &i, "--unsent-max-mb", &missing)) != NULL) {
+            if (!s_number(v, 1, LONG_MAX, &n)) {
+                fprintf(stderr, "rat-py: --unsent-max-mb needs a positive number of megabytes, not '%s'\n", v);
+                return -1;
+            }
+            o->unsent_max_mb = n;
             continue;
         }
         if (missing)

@@ -42,6 +42,7 @@ typedef struct rat_server rat_server_t;
 #define RAT_MAX_ALLOW_ORIGINS 16   /* entries of rat_options_t.allow_origins */
 #define RAT_MAX_BOOT_TIMEOUT_S 3600
 #define RAT_MAX_ASSETS_MB (1L << 20)
+#define RAT_MAX_UNSENT_MB (1L << 16)
 
 /* Everything is optional; rat_options_init sets the defaults. Strings are
  * borrowed until rat_server_new returns (it copies them all). The ranges
@@ -82,6 +83,10 @@ typedef struct {
      * private key; both or neither. Read when the run starts. */
     const char *tls_cert;
     const char *tls_key;
+    /* MB that all HTTP event streams may hold unsent together (past it the
+     * stream with the most unsent loses its oldest notifications first);
+     * 0: the default (64); else 1 - RAT_MAX_UNSENT_MB. */
+    long unsent_max_mb;
 } rat_options_t;
 
 /* The library's version, e.g. "0.1.0". */

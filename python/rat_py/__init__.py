@@ -55,8 +55,9 @@ OPTIONS = {
     "gateway_insecure": "bool",  # --gateway-insecure
     "tls_cert": "path",       # --tls-cert FILE (default: $RAT_PY_TLS_CERT, as on the command line)
     "tls_key": "path",        # --tls-key FILE (default: $RAT_PY_TLS_KEY)
+    "unsent_max_mb": "int",   # --unsent-max-mb N
 }
-_HTTP_ONLY = ("host", "port", "token", "allow_origins", "insecure_no_token", "tls_cert", "tls_key")
+_HTTP_ONLY = ("host", "port", "token", "allow_origins", "insecure_no_token", "tls_cert", "tls_key", "unsent_max_mb")
 _SONAME = "librat.so.0"
 _ERRLEN = 1024
 
@@ -95,6 +96,7 @@ class _Options(ctypes.Structure):
         ("gateway_insecure", ctypes.c_bool),
         ("tls_cert", ctypes.c_char_p),
         ("tls_key", ctypes.c_char_p),
+        ("unsent_max_mb", ctypes.c_long),
     ]
 
 
@@ -211,7 +213,7 @@ class _Built:
             if OPTIONS[name] == "int":
                 # Past the C type's range: the library checks the nearest
                 # value it can hold, and its message names the one given.
-                limit = 2 ** (8 * ctypes.sizeof(ctypes.c_long if name == "assets_max_mb" else ctypes.c_int) - 1) - 1
+                limit = 2 ** (8 * ctypes.sizeof(ctypes.c_long if name in ("assets_max_mb", "unsent_max_mb") else ctypes.c_int) - 1) - 1
                 if not -limit <= v <= limit:
                     clamped[limit if v > 0 else -limit] = v
                     v = limit if v > 0 else -limit

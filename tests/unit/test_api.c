@@ -75,6 +75,14 @@ static void test_other_ranges(void)
     o.assets_max_mb = -1;
     CHECK(s_refused(&o, "assets_max_mb"));
     rat_options_init(&o);
+    o.unsent_max_mb = RAT_MAX_UNSENT_MB + 1;
+    CHECK(s_refused(&o, "--unsent-max-mb (unsent_max_mb) must be 1-65536 megabytes (or 0 for the default, 64), "
+                        "not 65537"));
+    o.unsent_max_mb = -1;
+    CHECK(s_refused(&o, "unsent_max_mb"));
+    o.unsent_max_mb = RAT_MAX_UNSENT_MB;
+    CHECK(s_accepted(&o));
+    rat_options_init(&o);
     o.log_level = "loud";
     CHECK(s_refused(&o, "--log-level (log_level) must be debug, info, warn, error or off, not 'loud'"));
     rat_options_init(&o);
