@@ -614,6 +614,53 @@ def bench_http():
         w["health_p50_ms"], w["health_p99_ms"], w["health_rps"]), "", "", "", None)
 
 
+def bench_watchers():
+    """Issue 34: N sessions subscribed to rat://events with their GET /mcp
+    stream open, reading it (200) or not (100, 4 KiB receive buffers), while
+    one more session prints 1,000,000 lines of 70 bytes (bench/watchers.py):
+    rat-py's CPU from the run's start until the watchers have it all, and its
+    RSS before → at the peak → 2 s after. The targets are judged against the
+    0-watcher row of the same run."""
+    lines = 300_000 if QUICK else 1_000_000
+    script = os.path.join(ROOT, "bench", "watchers.py")
+    got, bgot = {}, {}
+    for key, n, mode in (("0", 0, "reading"), ("200r", 200, "reading"), ("100s", 100, "stalled")):
+        got[key] = kv(run([PY, script, RAT, str(n), mode, str(lines)], timeout=3600))
+        if BASE:
+            bgot[key] = kv(run([PY, script, BASE, str(n), mode, str(lines)], timeout=3600))
+    zero = got["0"]
+
+    def mb(x):
+        return x / 1024
+
+    def rss(g):
+        return "%.1f → %.1f → %.1f MB" % (mb(g["base_kb"]), mb(g["peak_kb"]), mb(g["after_kb"]))
+    def cpu(g):  # user + system: the system part is mostly loopback TCP, both ends charged to the sender
+        return "%.2f s (user %.2f + sys %.2f)" % (g["cpu_s"], g["cpu_user_s"], g["cpu_sys_s"])
+    def got_all(g, n):
+        return "%.0f MB, %.1f %% of %d events to each watcher" % (
+            g["watch_bytes"] / 1e6, 100 * g["events_got"] / max(1, n * g["events_sent"]), g["events_sent"])
+    row("%s lines printed, 0 watchers: CPU; RSS base → peak → 2 s after" % "{:,}".format(lines),
+        "%s; %s (run %.1f s)" % (cpu(zero), rss(zero), zero["run_ms"] / 1000), "", "",
+        "after within 2 MB of base", zero["after_kb"] <= zero["base_kb"] + 2048)
+    r = got["200r"]
+    ratio = r["cpu_s"] / max(zero["cpu_s"], 1e-3)
+    row("the same, 200 watchers reading rat://events (GET /mcp)",
+        "%s, %.1f× 0 watchers; %s; %s" % (cpu(r), ratio, rss(r), got_all(r, 200)),
+        "", "", "CPU ≤ 2× 0 watchers; after within 2 MB of base",
+        ratio <= 2 and r["after_kb"] <= r["base_kb"] + 2048)
+    s = got["100s"]
+    row("the same, 100 watchers not reading (4 KiB receive buffers)",
+        "%s; %s; %.1f MB 2 s after they hang up" % (cpu(s), rss(s), mb(s["closed_kb"])), "", "",
+        "peak ≤ base + 80 MB; after hanging up within 2 MB of base",
+        s["peak_kb"] <= s["base_kb"] + 80 * 1024 and s["closed_kb"] <= s["base_kb"] + 2048)
+    if BASE:
+        row("↳ the baseline rat-py (%s): 0 / 200 reading / 100 not reading" % BASE_NAME,
+            "%s, %s; %s, %s, %s; %s, %s" % (cpu(bgot["0"]), rss(bgot["0"]), cpu(bgot["200r"]), rss(bgot["200r"]),
+                                            got_all(bgot["200r"], 200), cpu(bgot["100s"]), rss(bgot["100s"])),
+            "", "", "", None)
+
+
 def bench_callgrind():
     """Instructions the client executes per run round trip (the kernel is not
     under valgrind): the difference between 300 and 100 round trips / 200,
@@ -700,7 +747,7 @@ def bench_gateway():
 
 BENCHES = {"rt": bench_roundtrip, "long": bench_long_session, "vars": bench_many_vars, "cold": bench_cold,
            "flood": bench_flood, "memory": bench_memory, "restart": bench_restart, "look": bench_look,
-           "http": bench_http, "callgrind": bench_callgrind, "hook": bench_hook}
+           "http": bench_http, "watch": bench_watchers, "callgrind": bench_callgrind, "hook": bench_hook}
 BENCHES["peak"] = bench_peak  # opt-in (--only=peak): the memory row's 3,000,000-line floods alone
 BENCHES["gw"] = bench_gateway  # opt-in (--only=gw): starts a Jupyter Server
 
@@ -714,7 +761,7 @@ def main():
     print("### rat-py benchmark\n")
     print("Machine: %s  " % machine())
     print("Command: `scripts/bench%s`\n" % "".join(" " + a for a in sys.argv[1:] if not a.startswith("--baseline=")))
-    only = ONLY or ["rt", "long", "vars", "hook", "cold", "flood", "memory", "restart", "look", "http", "callgrind"]
+    only = ONLY or ["rt", "long", "vars", "hook", "cold", "flood", "memory", "restart", "look", "http", "watch", "callgrind"]
     for name in only:
         BENCHES[name]()
     print("| measurement | rat-py | floor (raw ZMQ, C) | jupyter_client | target | met |")
