@@ -112,7 +112,6 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     if (!self_p || !*self_p)
         return;
     runtime_t *self = *self_p;
-    loop_timer_cancel(self->loop, self->trim_timer);
     loop_timer_cancel(self->loop, self->pump_timer);
     loop_timer_cancel(self->loop, self->spare_timer);
     loop_timer_cancel(self->loop, self->collect_timer);

@@ -3,7 +3,7 @@
 #define LOG_MODULE "runtime"
 #include "runtime_internal.h"
 
-#include <malloc.h>
+#include "heaptrim.h"
 
 static void s_collect_now(loop_t *loop, void *ud);
 static void s_collect(runtime_t *self);
@@ -80,17 +80,6 @@ static void s_collect(runtime_t *self)
         self->collect_timer = loop_timer(self->loop, 0, s_collect_now, self);
 }
 
-/* A second after runs end, freed heap pages go back to the system
- * (malloc_trim): a flood or a big result must not stay in an idle rat-py's
- * RSS. Off the critical path, and at most once a second however many runs. */
-#define TRIM_DELAY_MS 1000
-static void s_trim(loop_t *loop, void *ud)
-{
-    runtime_t *self = ud;
-    self->trim_timer = 0;
-    malloc_trim(0);
-}
-
 static void s_state_fire(loop_t *loop, void *ud)
 {
     runtime_t *self = ud;
@@ -152,8 +141,10 @@ void rt_finish(runtime_t *self, runtime_exec_t *ex, runtime_outcome_t outcome, c
         ex->why = xstrdup(why);
     if (self->assets && (ex->assets || output_spill_path(ex->out)))
         assets_trim(self->assets);
-    if (!self->trim_timer)
-        self->trim_timer = loop_timer(self->loop, TRIM_DELAY_MS, s_trim, self);
+    /* Once runs are over, freed heap pages go back to the system: a flood
+     * or a big result must not stay in an idle rat-py's RSS. Off the
+     * critical path: heaptrim waits for a quiet spell, however many runs. */
+    heaptrim_soon(self->loop);
     FREE_AND_NULL(ex->prompt);
     json_object_put(ex->input_header);
     ex->input_header = NULL;

@@ -201,7 +201,6 @@ struct runtime {
      * caller ended with the death): the next run's output says so. Owned. */
     char *restart_note;
     uint64_t pump_timer;
-    uint64_t trim_timer;           /* pending rt_trim (malloc_trim), 0 if none */
     uint64_t collect_timer;        /* frees released executions from the loop */
     runtime_watch_fn *watch;       /* runtime_watch */
     void *watch_ud;

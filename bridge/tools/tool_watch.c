@@ -216,9 +216,9 @@ static void s_vars_changed(tool_watch_t *w)
 static void s_on_event(void *ud, const runtime_ev_t *ev)
 {
     tool_watch_t *w = ud;
-    /* A run's end (a flood, a fan-out to every watcher) and a state change
-     * (a restart) end bursts: give their freed heap back once it is quiet. */
-    if (ev->kind == RUNTIME_EV_END || ev->kind == RUNTIME_EV_STATE)
+    /* A state change (a restart) ends a burst: give its freed heap back
+     * once it is quiet (a run's end does so in the runtime). */
+    if (ev->kind == RUNTIME_EV_STATE)
         heaptrim_soon(w->ctx->loop);
     if (ev->kind == RUNTIME_EV_STATE) {
         mcp_server_resource_updated(w->srv, URI_STATUS);
