@@ -2,7 +2,7 @@
  *
  * One message meant for many readers (a rat/event notification for every
  * watcher) is serialized once into an rcbytes_t, and each reader's queue
- * holds a reference instead of a copy (doc/performance.md#watchers). The
+ * holds a reference instead of a copy (doc/performance.md#a-room-full-of-watchers). The
  * bytes never change after rcbytes_new, so sharing needs no locking beyond
  * the single-threaded loop every holder runs on (the count is not atomic). */
 #ifndef RAT_RCBYTES_H

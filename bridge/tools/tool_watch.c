@@ -61,7 +61,7 @@ typedef struct tool_watch {
 /* One broadcast: the event is serialized once with "mine": false for every
  * watcher but the run's owner, and once more with "mine": true when the
  * owner watches too; each session's transport queues a reference to those
- * bytes, never a copy (doc/performance.md#watchers). */
+ * bytes, never a copy (doc/performance.md#a-room-full-of-watchers). */
 typedef struct {
     json_object *ev;        /* borrowed */
     uintptr_t owner;
