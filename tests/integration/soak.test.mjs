@@ -153,14 +153,21 @@ async function worker(name, h, rand, deadline, kernels, extra = {}) {
 }
 
 /** Waits until rat-py says idle with nothing queued, cancelling prompts left waiting. */
-async function drained(h, what) {
+async function drained(h, what, stderrOf) {
   const t0 = Date.now();
   for (;;) {
     const s = await call(h, 'ctl', { op: 'status' });
     const head = s.text.split('\n')[0];
     if (/^python idle /.test(head) && !/queued/.test(head)) return;
     if (/^python waiting_for_input /.test(head)) await call(h, 'ctl', { op: 'cancel' });
-    if (Date.now() - t0 > ms(30_000)) throw new Error(`${what}: the queue did not drain: ${s.text}`);
+    if (Date.now() - t0 > ms(30_000)) {
+      // What the kernel printed (a traceback from its own loop, say) and
+      // rat-py's warnings: the run that never drains is rare, keep the why.
+      const log = /kernel log: (\S+)/.exec(s.text)?.[1];
+      let tail = '';
+      try { tail = log ? readFileSync(log, 'utf8').slice(-3000) : ''; } catch { /* gone */ }
+      throw new Error(`${what}: the queue did not drain: ${s.text}\n--- kernel log (end):\n${tail}\n--- rat-py stderr (end):\n${(stderrOf?.() ?? '').slice(-3000)}`);
+    }
     await sleep(200);
   }
 }
@@ -205,8 +212,8 @@ test(`soak: ${SECONDS} s of mixed load over HTTP (${HTTP_WORKERS} sessions and d
     assert.deepEqual(problems, [], `invariants broken:\n${problems.join('\n')}`);
 
     // The queue drains, and a final run works, on both.
-    for (const [what, h] of [['stdio', stdio], ['http', http[1]]]) {
-      await drained(h, what);
+    for (const [what, h, stderrOf] of [['stdio', stdio, stdio.stderr], ['http', http[1], srv.stderr]]) {
+      await drained(h, what, stderrOf);
       const r = await call(h, 'run', { code: 'print("final")', wait: 10 });
       assert.match(r.text, /^final\n(.*\n)*\n✓ /, `${what}: the final run: ${r.text}`);
       const s = await call(h, 'ctl', { op: 'status' });
