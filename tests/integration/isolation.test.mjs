@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
-import { RAT, connect, run, ctl } from './lib.mjs';
+import { RAT, connect, run, ctl, ms } from './lib.mjs';
 
 const BUILD = process.env.RAT_BUILD_DIR;
 const HOME = BUILD && path.join(BUILD, 'test-homes', 'integration.isolation', 'home');
@@ -36,19 +36,27 @@ test('HOME, IPYTHONDIR, JUPYTER_* and XDG_* point into the test\'s own empty dir
 test('a kernel writes its history and connection file into the test\'s home; Debian\'s kernelspecs are found', { skip: !BUILD && 'RAT_BUILD_DIR not set' }, async () => {
   const marker = `isolation_marker_${process.pid}_${Date.now()}`;
   const h = await connect();
+  let kpid = 0;
   try {
     assert.match((await run(h, `${marker} = 1`)).text, /✓/);
     const { text } = await ctl(h, 'status');
     assert.match(text, /kernel: python3 .*\n/);
+    kpid = Number(/pid (\d+)/.exec(text)[1]);
     const conn = /connection file: (\S+)/.exec(text)[1];
     assert.equal(path.dirname(conn), process.env.JUPYTER_RUNTIME_DIR);
   } finally {
     await h.close();
   }
+  // The kernel may still be closing its history (a transaction in its
+  // journal, which a reader would have to roll back): read once it is gone.
+  for (let t0 = Date.now(); Date.now() - t0 < ms(10_000);) {
+    try { process.kill(kpid, 0); } catch { break; }
+    await new Promise((r) => setTimeout(r, 50));
+  }
   // IPython's history database, in the test's IPYTHONDIR, holds the run.
   const hist = path.join(HOME, '.ipython/profile_default/history.sqlite');
   const q = (db) => spawnSync('/usr/bin/python3', ['-c',
-    'import sqlite3, sys; c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True); '
+    'import sqlite3, sys; c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=10); '
     + 'print(c.execute("select count(*) from history where source like ?", ("%" + sys.argv[2] + "%",)).fetchone()[0])', db, marker],
   { encoding: 'utf8' });
   const mine = q(hist);
