@@ -410,15 +410,15 @@ def bench_long_session():
 
 
 def bench_many_vars():
-    """The same with 10 000 user variables: there the snapshot's cost is the
-    user's names (counted and filtered on every run), not the session's.
-    Issue 14 asked for this row, not for a target on it: counting the
-    user's names is O(names) on every run, by definition of the count."""
+    """The same with 10 000 user variables (and two modules, as a session
+    that imported what it uses has): there the snapshot's cost is the user's
+    names, counted exactly (modules and hidden names left out) after every
+    run. Issue 34's target: ≤ 1.10× the floor on the same kernel."""
     nvars = 10000
     jc = [PY, os.path.join(ROOT, "bench", "jc_bench.py")]
     got = interleaved(ROUNDS, BLOCKS, PER_BLOCK, generations=GENERATIONS,
                       prep=lambda cf: run(jc + ["vars", str(nvars), cf]))
-    rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, None)
+    rt_rows("run `x = 42` with %s variables" % "{:,}".format(nvars), got, 1.10)
 
 
 def bench_hook():

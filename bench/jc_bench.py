@@ -8,7 +8,8 @@ Usage: jc_bench.py rt N [CONNECTION_FILE] | flood N [CONNECTION_FILE] | rss
 unhook removes what rat-py leaves in a kernel it attached to (its helper's
 post_run_cell hook, the `_rat` module and its shorter stdout/stderr
 flush_interval), so whoever follows does not pay
-the snapshot; vars makes N user variables (v0 .. vN-1) in one silent run;
+the snapshot; vars makes N user variables (v0 .. vN-1) and imports json and
+os in one silent run;
 serve runs blocks on demand for the interleaved bench: each stdin line
 "N PREP" runs the Python line PREP (if not "-") and 2 warm-ups untimed,
 then prints "go", N round trips (us each) and "end".
@@ -99,7 +100,7 @@ def main():
         elif mode == "unhook":
             silent(kc, UNHOOK)
         elif mode == "vars":
-            silent(kc, "for _k in range(%d): globals()['v%%d' %% _k] = _k\ndel _k" % n)
+            silent(kc, "import json, os\nfor _k in range(%d): globals()['v%%d' %% _k] = _k\ndel _k" % n)
         elif mode == "flood":
             execute(kc, "x = 42")
             t = time.perf_counter()

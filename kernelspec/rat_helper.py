@@ -368,9 +368,10 @@ class _Tracker(object):
       - an anchor that is gone, a new namespace dict, or keys that are not
         plain str (where the full definition's own rules, even its errors,
         must apply) make it fall back to the full scan.
-    Each overview then costs O(new keys + user names) with no allocation
-    proportional to the namespace: the hidden/module test runs over the
-    user's names through C-level iterators.
+    Each overview then costs O(new keys + user names): the hidden test walks
+    the hidden names; the module test is one C-level pass, over the values
+    of the whole namespace while it is mostly user names (_module_keys),
+    else over the user's names' values.
     The one sequence it cannot see: code that takes IPython's own key object
     out of globals(), deletes the entry and re-inserts that very object,
     with as many other deletions as insertions in between. Deliberate
@@ -385,6 +386,12 @@ class _Tracker(object):
         self.names = set()    # str keys of ns not starting with "_"
         self.sorted = []      # self.names, sorted
         self.values = None    # itemgetter of self.sorted's values (None: make it again)
+        self.after_keys = []  # every key after the anchor, newest first (len: self.after)
+        self.stable = False   # no key of ns was deleted between the last two updates
+        self.fresh = []       # then: the keys appended in between, newest first
+        self.prev_len = 0     # then: len(ns) at the update before
+        self.mods = None      # [(position in ns, key)] of the module values at the last
+                              # overview that took the values pass (None: not known)
 
     def _rescan(self, ns):
         keys = list(ns)       # one C-level copy: atomic under the GIL
@@ -395,11 +402,13 @@ class _Tracker(object):
         self.sorted = sorted(self.names)
         self.values = None
         self.ns, self.len, self.anchor, self.after, self.tail = ns, len(keys), None, 0, ()
+        self.after_keys, self.stable, self.fresh = [], False, []
         tail = []
         for i in range(len(keys) - 1, -1, -1):
             k = keys[i]
             if _anchor_key(k):
                 self.anchor, self.after, self.tail = k, len(keys) - 1 - i, tail
+                self.after_keys = keys[:i:-1]
                 break
             if k in self.names:
                 tail.append(k)
@@ -435,6 +444,14 @@ class _Tracker(object):
         except RuntimeError:  # another thread changed ns meanwhile
             return self._rescan(ns)
         n = len(ns)
+        # No key was deleted since the last update when as many keys as then
+        # lead up to the anchor and the keys that followed it then follow it
+        # still, the same objects in the same order (new keys go after them).
+        old = self.after_keys
+        k_new = len(walked) - len(old)
+        self.stable = (n - len(walked) == self.len - self.after and k_new >= 0
+                       and all(map(_operator.is_, walked[k_new:], old)))
+        self.fresh, self.prev_len = walked[:max(k_new, 0)], self.len
         for k in walked:
             if type(k) is not str:
                 self.ns = None   # names added so far go with the rescan this forces
@@ -458,7 +475,38 @@ class _Tracker(object):
                 tail.append(k)
         else:
             self.after, self.tail = len(walked), tail
+        self.after_keys = walked[:self.after]
         return True
+
+    def _module_keys(self, ns):
+        """The keys of ns whose value is a module (isinstance, as the full
+        definition tests it), in ns's order. One C-level pass over the values
+        (a byte each), which reads no key: looking each user name up hashes
+        its key object, and cold in memory after the user's run that pass
+        cost twice as much. The keys of the (few) module positions are the
+        last overview's when no key was deleted since (a position below the
+        old length is then the same key) or one of the keys appended since;
+        else one pass over the keys names them."""
+        flags = bytes(map(isinstance, ns.values(), _itertools.repeat(_types.ModuleType)))
+        pos = []
+        p = flags.find(1)
+        while p >= 0:
+            pos.append(p)
+            p = flags.find(1, p + 1)
+        keys = None
+        if self.mods is not None and self.stable and len(ns) == self.prev_len + len(self.fresh):
+            known, base, fresh = dict(self.mods), self.prev_len, self.fresh
+            keys = []
+            for p in pos:
+                k = fresh[len(fresh) - 1 - (p - base)] if p >= base else known.get(p, _UNSET)
+                if k is _UNSET:   # an old name now bound to a module: name them all
+                    keys = None
+                    break
+                keys.append(k)
+        if keys is None:
+            keys = list(_itertools.compress(ns, flags))
+        self.mods = list(zip(pos, keys))
+        return keys
 
     def overview(self, ip):
         """(count of user names, the OVERVIEW_ROWS smallest, sorted)."""
@@ -469,9 +517,10 @@ class _Tracker(object):
         hidden = ip.user_ns_hidden
         mod = _types.ModuleType
         get = ns.__getitem__
+        mods_known, self.mods = self.mods, None   # only the values pass keeps it
         if len(self.sorted) <= _SMALL:
             # A few names (the usual session): one pass touches less memory
-            # than the set, tuple and iterator objects of the C-level path
+            # than the set, tuple and iterator objects of the C-level paths
             # below, and after the kernel's run that memory is cold: the
             # whole hook takes 14-16 us in the kernel this way against
             # 26-29 (two helpers in one kernel, alternating runs).
@@ -483,15 +532,26 @@ class _Tracker(object):
                         todo.append(k)
             return count, todo
         # Hidden names: a set intersection that walks the (few) hidden ones.
-        # Modules: one C-level pass over the user's names (no Python frame
-        # per name), less the hidden names' own modules.
         if type(hidden) is dict:
             hid = hidden.keys() & self.names
         else:
             hid = set(_itertools.compress(self.sorted, map(hidden.__contains__, self.sorted)))
-        # The values in one C call (an itemgetter made again only when the
-        # names change): a quarter less than a get() per name, and this pass
-        # is what 10 000 user variables cost on every run.
+        if len(ns) <= 2 * len(self.sorted):
+            # Mostly user names (10 000 variables and a shorter history):
+            # modules from one pass over every value of ns, which costs
+            # about 40 % of a lookup of each name's value (both cold).
+            self.mods = mods_known
+            user_mods = set(k for k in self._module_keys(ns) if k in self.names and k not in hid)
+            todo = []
+            for k in self.sorted:
+                if k not in hid and k not in user_mods:
+                    todo.append(k)
+                    if len(todo) == OVERVIEW_ROWS:
+                        break
+            return len(self.sorted) - len(hid) - len(user_mods), todo
+        # A long history beside the names: the user's names' values alone,
+        # in one C call (an itemgetter made again only when the names
+        # change), and one C-level isinstance pass over them.
         values = self.values
         if values is None:
             n = len(self.sorted)
