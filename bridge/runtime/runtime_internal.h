@@ -284,6 +284,11 @@ void rt_probe_answered(runtime_t *self, runtime_exec_t *ex);
 /* The session kernel's events (a spare swapped in gets them too). */
 extern const kernel_events_t rt_kernel_events;
 void rt_on_ready(void *ud, kernel_t *k, json_object *info);
+/* The options of a kernel this runtime starts itself (kernelspec, cwd,
+ * environment, timeouts): rt_start_kernel adds an existing kernel or a
+ * gateway to them; the spare starts exactly these. Borrowed pointers into
+ * self, valid while self is. */
+kernel_opts_t rt_local_kernel_opts(const runtime_t *self);
 void rt_start_kernel(runtime_t *self);
 void rt_announce_restart(runtime_t *self, runtime_exec_t *ex);
 

@@ -74,16 +74,7 @@ static void s_spare_start(loop_t *loop, void *ud)
     self->spare_timer = 0;
     if (self->spare || self->existing)
         return;
-    kernel_opts_t ko = {
-        .spec = self->spec,
-        .python = self->python,
-        .cwd = self->cwd,
-        .env_extra = self->env_extra,
-        .runtime_dir = self->runtime_dir,
-        .boot_timeout_ms = self->boot_timeout_ms,
-        .connect = self->connect,
-        .connect_ud = self->connect_ud,
-    };
+    kernel_opts_t ko = rt_local_kernel_opts(self);
     char err[1024];
     self->spare = kernel_start(self->loop, &ko, &s_spare_events, self, err, sizeof err);
     if (!self->spare) {

@@ -202,13 +202,11 @@ const kernel_events_t rt_kernel_events = {
     .on_interrupted = s_on_interrupted,
 };
 
-void rt_start_kernel(runtime_t *self)
+kernel_opts_t rt_local_kernel_opts(const runtime_t *self)
 {
-    rt_move_at_start(self); /* first: a waiting move decides where it starts */
-    kernel_opts_t ko = {
+    return (kernel_opts_t){
         .spec = self->spec,
         .python = self->python,
-        .existing = self->existing,
         .cwd = self->cwd,
         .env_extra = self->env_extra,
         .runtime_dir = self->runtime_dir,
@@ -216,6 +214,13 @@ void rt_start_kernel(runtime_t *self)
         .connect = self->connect,
         .connect_ud = self->connect_ud,
     };
+}
+
+void rt_start_kernel(runtime_t *self)
+{
+    rt_move_at_start(self); /* first: a waiting move decides where it starts */
+    kernel_opts_t ko = rt_local_kernel_opts(self);
+    ko.existing = self->existing;
     if (self->gateway) {
         ko.gateway = self->gateway;
         ko.gateway_kernel = self->existing; /* an id there */
