@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #ifndef RAT_CURL_SONAME
 #define RAT_CURL_SONAME "libcurl.so.4"
@@ -50,7 +51,24 @@ static int s_load_curl(const char *who, char *err, size_t errlen)
 {
     if (s_curl_loaded)
         return 0;
+    /* libcurl's NEEDED chain maps GnuTLS even in the OpenSSL flavour
+     * (librtmp and libldap use it, for rtmpe:// and ldaps://, which rat-py
+     * never asks for), and GnuTLS initializes itself in a load-time
+     * constructor unless GNUTLS_NO_IMPLICIT_INIT=1: about 1 MB of RSS
+     * (its code, p11-kit's) for a library this process may never use.
+     * Every user of GnuTLS that can be in this process calls
+     * gnutls_global_init itself before using it (libcurl-gnutls, librtmp,
+     * libldap, libmicrohttpd for --http with TLS), so the deferred init is
+     * still done by whoever needs it. The variable is set only for this
+     * dlopen, and only when the user has not set it: children never see it.
+     * (setenv with libzmq's threads running: they never read the
+     * environment.) */
+    bool set_no_init = getenv("GNUTLS_NO_IMPLICIT_INIT") == NULL;
+    if (set_no_init)
+        setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
     void *c = s_open(RAT_CURL_SONAME, RAT_CURL_PACKAGE, who, err, errlen);
+    if (set_no_init)
+        unsetenv("GNUTLS_NO_IMPLICIT_INIT");
     if (!c)
         return -1;
     gw_curl_t t;
