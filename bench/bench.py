@@ -700,7 +700,8 @@ def bench_gateway():
     jupyter_server, started here with a token): rat-py --gateway against a
     Python WebSocket client of the same server (bench/gw_bench.py, tornado),
     and rat-py on a local kernel (ZMQ) for scale. Each round starts the
-    server's kernels afresh; the order rotates. Opt-in (--only=gw): it needs
+    server's kernels afresh; the order rotates. Then rat-py --gateway's idle
+    RSS and its peak in a 2,000,000-line flood (issue 34 item 5). Opt-in (--only=gw): it needs
     python3-jupyter-server."""
     import socket
     import time
@@ -714,8 +715,11 @@ def bench_gateway():
     s.close()
     url = "http://127.0.0.1:%d" % port
     root = tempfile.mkdtemp(prefix="rat-bench-gw-")
+    # No IOPub rate limits: by default the server drops a flood's output past
+    # 1 MB/s, and the flood row would measure what it let through.
     srv = subprocess.Popen([PY, "-m", "jupyter_server", "--allow-root", "--no-browser", "--ip=127.0.0.1",
-                            "--port=%d" % port, "--ServerApp.token=" + token, "--ServerApp.root_dir=" + root],
+                            "--port=%d" % port, "--ServerApp.token=" + token, "--ServerApp.root_dir=" + root,
+                            "--ServerApp.iopub_data_rate_limit=0", "--ServerApp.iopub_msg_rate_limit=0"],
                            env=dict(os.environ, JUPYTER_RUNTIME_DIR=os.path.join(root, "runtime")),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -734,6 +738,13 @@ def bench_gateway():
             order = "rpl"[k % 3:] + "rpl"[:k % 3]
             for c in order:
                 got[c].append(statistics.median(nums(run(cmds[c]))))
+        # Issue 34 item 5: RSS idle after one run (median of 3 starts, as
+        # bench_memory's, the stdio rat-py's beside it), and the peak of a
+        # 2,000,000-line sys.stdout.write flood, through the gateway.
+        gw = rat("--gateway", url, "--gateway-token", token)
+        idle = sorted(kv(run([MCPC, "rss", "1", "--"] + gw))["rss_idle_kb"] for _ in range(3))[1]
+        idle_local = sorted(kv(run([MCPC, "rss", "1", "--"] + rat()))["rss_idle_kb"] for _ in range(3))[1]
+        fl = kv(run([MCPC, "floodw", "2000000", "--"] + gw, timeout=3600))
     finally:
         os.killpg(srv.pid, 9)
         srv.wait()
@@ -743,6 +754,11 @@ def bench_gateway():
     row("run `x = 42` through Jupyter Server (WebSocket, loopback), median of round medians",
         "%.2f ms (%.0f runs/s; local ZMQ %.2f ms)" % (r, 1000 / r, loc), "", "Python WS client %.2f ms" % p,
         "≤ 1.05× the Python client: %.3f×" % ratio, ratio <= 1.05)
+    row("`--gateway http://…` RSS idle after one run (median of 3)",
+        "%.1f MB (a local kernel: %.1f MB)" % (idle / 1024, idle_local / 1024), "", "", "≤ 8 MB", idle <= 8 * 1024)
+    row("`--gateway http://…` 2,000,000 × sys.stdout.write 25-byte lines: peak / idle after",
+        "%.1f / %.1f MB" % (fl["hwm_kb"] / 1024, fl["rss_idle_kb"] / 1024), "", "", "≤ 16 MB peak",
+        fl["hwm_kb"] <= 16 * 1024)
 
 
 BENCHES = {"rt": bench_roundtrip, "long": bench_long_session, "vars": bench_many_vars, "cold": bench_cold,
