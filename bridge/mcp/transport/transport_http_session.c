@@ -4,6 +4,9 @@
 #define LOG_MODULE "http"
 #include "transport_http_internal.h"
 
+#include <stdint.h>
+#include <sys/mman.h>
+
 static void s_stream_event(http_stream_t *s, rcbytes_t *json, bool droppable);
 static void s_mcp_send_shared(void *transport, rcbytes_t *msg);
 static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
@@ -18,6 +21,10 @@ http_stream_t *http_stream_new(transport_http_t *self, http_session_t *sess, str
     s->conn = c;
     s->is_get = is_get;
     s->last_write_ms = loop_now_ms();
+    s->released_ms = s->last_write_ms - RELEASE_EVERY_MS;
+    /* Before the first read MHD zeroed the unused half of the pool it had
+     * lent to reading the request: those pages are resident. */
+    s->scratch_dirty = true;
     s->out = outq_new(self->unsent);
     buf_init(&s->final_json, 0);
     s->next = self->streams;
@@ -77,6 +84,46 @@ static void s_stream_event_copy(http_stream_t *s, const char *json, size_t len, 
     rcbytes_unref(&b);
 }
 
+/* [*lo, *hi): the whole pages inside buf[0..max) (empty when *hi <= *lo). */
+static void s_whole_pages(const char *buf, size_t max, uintptr_t *lo, uintptr_t *hi)
+{
+    static uintptr_t page;
+    if (!page) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (uintptr_t)p : 4096;
+    }
+    *lo = ((uintptr_t)buf + page - 1) & ~(page - 1);
+    *hi = ((uintptr_t)buf + max) & ~(page - 1);
+}
+
+/* An idle stream's connection keeps a 32 KiB memory pool (the request
+ * header bound, doc/security.md). libmicrohttpd zeroes the half it lent to
+ * reading the request once the request is in, and later fills the rest as
+ * the SSE write buffer; pools of 32 KiB or less come from malloc, so a new
+ * connection's pool is often heap another connection already dirtied (and
+ * a kept-alive connection's next request zeroes all of its pool). An
+ * idle GET stream thus held about 32 KiB of resident memory for a few
+ * hundred bytes of request (issue 34). buf[0..max) is the free part of that
+ * write buffer, lent to us to fill (the content reader's contract: only the
+ * bytes we return are sent), so its whole pages can go back to the kernel
+ * (MADV_DONTNEED: they read as zeros, are faulted in again when written).
+ * At most once per RELEASE_EVERY_MS per stream, so a stream that drains
+ * and refills many times a second (a busy fan-out) does not pay a syscall
+ * and eight page faults each time; http_keepalive wakes one still dirty
+ * once that time has passed. */
+static void s_stream_release(http_stream_t *s, char *buf, size_t max)
+{
+    int64_t now = loop_now_ms();
+    if (!s->scratch_dirty || now - s->released_ms < RELEASE_EVERY_MS)
+        return;
+    uintptr_t lo, hi;
+    s_whole_pages(buf, max, &lo, &hi);
+    if (hi > lo && madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0)
+        log_debug("madvise(MADV_DONTNEED) of an idle stream's write buffer: %s", strerror(errno));
+    s->scratch_dirty = false;
+    s->released_ms = now;
+}
+
 /* MHD pulls SSE bytes here. No data yet: suspend until http_stream_wake. */
 static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -84,6 +131,12 @@ static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     http_stream_t *s = cls;
     size_t n = outq_read(s->out, buf, max);
     if (n) {
+        /* A write within buf's first page (a keep-alive, a small event)
+         * dirties no page a release could give back. */
+        uintptr_t lo, hi;
+        s_whole_pages(buf, max, &lo, &hi);
+        if ((uintptr_t)buf + n > lo && hi > lo)
+            s->scratch_dirty = true;
         if (!outq_unsent(s->out)) {
             /* Drained after a burst (a slow reader caught up, a fan-out
              * went out): what it held is free now; give it back. */
@@ -95,6 +148,7 @@ static ssize_t s_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     }
     if (s->done)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    s_stream_release(s, buf, max);
     s->suspended = true;
     MHD_suspend_connection(s->conn);
     return 0;
@@ -317,6 +371,10 @@ void http_keepalive(loop_t *loop, void *ud)
         if (s->attached && !s->done && !outq_unsent(s->out) && now - s->last_write_ms >= every) {
             outq_push(s->out, ": keepalive\n\n", 13, NULL, NULL, 0, false);
             s->last_write_ms = now;
+            http_stream_wake(s);
+        } else if (s->suspended && s->scratch_dirty && now - s->released_ms >= RELEASE_EVERY_MS) {
+            /* It went idle too soon after its last release to release
+             * again: MHD calls s_stream_read once more, which does. */
             http_stream_wake(s);
         }
     }
