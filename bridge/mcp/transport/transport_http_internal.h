@@ -34,9 +34,9 @@
  * to the system (heaptrim). */
 #define TRIM_AFTER_BYTES (1u << 20)
 #define KEEPALIVE_MS 15000                /* SSE comment on idle GET streams */
-/* An idle stream gives its connection's unused write-buffer pages back to
- * the kernel at most this often (see s_stream_release). */
-#define RELEASE_EVERY_MS 1000
+/* A stream whose write buffer saw no new data for this long gives that
+ * buffer's pages back to the kernel (see s_stream_release). */
+#define RELEASE_QUIET_MS 1000
 /* A POST stream whose call is in progress gets a comment after this much
  * silence: MHD notices a client that went away only when a write fails
  * (never while the connection is suspended), and the call must be released
@@ -67,8 +67,8 @@ struct http_stream {
     bool done;                    /* the response went out (POST) or the session ended */
     bool is_get;
     int64_t last_write_ms;
-    int64_t released_ms;          /* when s_stream_release last ran */
-    bool scratch_dirty;           /* pages MHD's write buffer lent us were written since */
+    int64_t dirty_ms;             /* when data last went past the first page of MHD's write buffer */
+    bool scratch_dirty;           /* ... since s_stream_release last gave those pages back */
     unsigned long dropped;
     http_stream_t *next;             /* in transport->streams */
 };
