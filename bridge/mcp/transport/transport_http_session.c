@@ -48,6 +48,12 @@ void http_stream_free(http_stream_t *s)
         else if (!s->done)
             mcp_session_forget_origin(s->sess->mcp, s);
     }
+    /* A GET stream is long-lived: when it ends, its queue and (once MHD
+     * has closed the connection) its connection's pool go back to the
+     * heap, whose pages stay resident until trimmed: a burst's end like any
+     * other (100 stalled watchers hanging up left 3.6 MB). */
+    if (s->is_get && s->attached)
+        heaptrim_soon(self->loop);
     outq_destroy(&s->out);
     buf_free(&s->final_json);
     free(s);
