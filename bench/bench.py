@@ -619,8 +619,9 @@ def bench_watchers():
     stream open, reading it (200) or not (100, 4 KiB receive buffers), while
     one more session prints 1,000,000 lines of 70 bytes (bench/watchers.py):
     rat-py's CPU from the run's start until the watchers have it all, and its
-    RSS before → at the peak → 2 s after. The targets are judged against the
-    0-watcher row of the same run."""
+    RSS before → at the peak → 2 s after, and what an idle session costs
+    (the base RSS with 200 watchers less that with none, per watcher). The
+    targets are judged against the 0-watcher row of the same run."""
     lines = 300_000 if QUICK else 1_000_000
     script = os.path.join(ROOT, "bench", "watchers.py")
     got, bgot = {}, {}
@@ -654,6 +655,17 @@ def bench_watchers():
         "%s; %s; %.1f MB 2 s after they hang up" % (cpu(s), rss(s), mb(s["closed_kb"])), "", "",
         "peak ≤ base + 80 MB; after hanging up within 2 MB of base",
         s["peak_kb"] <= s["base_kb"] + 80 * 1024 and s["closed_kb"] <= s["base_kb"] + 2048)
+    # What one more idle session costs (issue 34: ≤ 16 KB): the base RSS
+    # (setup over, heap trimmed, before the run) of the 200-watcher process
+    # less the 0-watcher one's, per watcher; each watcher is a session,
+    # initialized and subscribed, with its GET /mcp stream open and idle.
+    def per_session(g, z, n):
+        return (g["base_kb"] - z["base_kb"]) / n  # kB as /proc counts them (KiB)
+    kb = per_session(r, zero, 200)
+    row("RSS per idle session (subscribed, GET /mcp open): base of 200 watchers − base of 0, / 200",
+        "%.1f KB (100 not reading: %.1f KB)" % (kb, per_session(s, zero, 100)),
+        "baseline: %.1f KB" % per_session(bgot["200r"], bgot["0"], 200) if BASE else "", "",
+        "≤ 16 KB per session", kb <= 16)
     if BASE:
         row("↳ the baseline rat-py (%s): 0 / 200 reading / 100 not reading" % BASE_NAME,
             "%s, %s; %s, %s, %s; %s, %s" % (cpu(bgot["0"]), rss(bgot["0"]), cpu(bgot["200r"]), rss(bgot["200r"]),
