@@ -9,8 +9,8 @@
  *
  * Bounded: output is batched (the first chunk after a quiet spell at once,
  * then at most one batch per WATCH_FLUSH_MS, each at most WATCH_BATCH_BYTES
- * of text and WATCH_BATCH_ITEMS items; the rest is counted in the batch's
- * `dropped`). Each event is serialized once for every watcher (the
+ * of text, less with many watchers (s_batch_max), and WATCH_BATCH_ITEMS
+ * items; the rest is counted in the batch's `dropped`). Each event is serialized once for every watcher (the
  * transport queues references to the same bytes). Past that, a watcher
  * that does not read loses notifications in its transport (which bounds
  * what it keeps per session, and what all sessions keep together, the
@@ -31,6 +31,13 @@
 #define WATCH_FLUSH_MS 50
 #define WATCH_BATCH_BYTES (64u << 10)
 #define WATCH_BATCH_ITEMS 64
+/* What one batch may cost all watchers together: its text times the
+ * watchers, so that the fan-out of a flood costs about the same CPU for
+ * 200 watchers as for 16 (loopback TCP charges about 0.8 ms per MB sent,
+ * and 200 watchers at 64 KiB each per 50 ms made 256 MB/s). Each watcher
+ * still gets at least WATCH_BATCH_MIN per batch, 80 KB/s of text. */
+#define WATCH_FANOUT_BYTES (1u << 20)
+#define WATCH_BATCH_MIN (4u << 10)
 #define WATCH_CODE_MAX (16u << 10)
 
 #define URI_STATUS "rat://status"
@@ -50,6 +57,7 @@ typedef struct tool_watch {
     json_object *batch;            /* owned array of items, or NULL */
     int last_stream;               /* the batch's last item is this stream's, -1: not a stream */
     buf_t last_text;               /* its text while it grows */
+    size_t batch_max;              /* the batch's text budget (s_batch_max) */
     size_t batch_bytes, dropped_items, dropped_bytes;
     uint64_t flush_timer;
     /* The run in progress, for rat://events reads. */
@@ -89,11 +97,24 @@ static void s_count_one(mcp_session_t *s, void *ud)
     (*(size_t *)ud)++;
 }
 
-static bool s_anyone(tool_watch_t *w)
+static size_t s_watchers(tool_watch_t *w)
 {
     size_t n = 0;
     mcp_server_each_subscriber(w->srv, URI_EVENTS, s_count_one, &n);
-    return n > 0;
+    return n;
+}
+
+static bool s_anyone(tool_watch_t *w)
+{
+    return s_watchers(w) > 0;
+}
+
+/* The text one batch may hold: WATCH_BATCH_BYTES, or its share of
+ * WATCH_FANOUT_BYTES among the watchers there are when it starts. */
+static size_t s_batch_max(tool_watch_t *w)
+{
+    size_t n = s_watchers(w), max = n ? WATCH_FANOUT_BYTES / n : WATCH_BATCH_BYTES;
+    return max > WATCH_BATCH_BYTES ? WATCH_BATCH_BYTES : max < WATCH_BATCH_MIN ? WATCH_BATCH_MIN : max;
 }
 
 /* A new event with the fields every event has. */
@@ -168,9 +189,10 @@ static void s_batch_add(tool_watch_t *w, const runtime_ev_t *ev)
         w->batch_run = runtime_exec_id(ex);
         w->batch_exec = runtime_exec_number(ex);
         w->batch_owner = runtime_exec_owner(ex);
+        w->batch_max = s_batch_max(w);
     }
     if (ev->stream >= 0) {
-        size_t room = WATCH_BATCH_BYTES > w->batch_bytes ? WATCH_BATCH_BYTES - w->batch_bytes : 0;
+        size_t room = w->batch_max > w->batch_bytes ? w->batch_max - w->batch_bytes : 0;
         size_t take = ev->len <= room ? ev->len : utf8_floor(ev->text, ev->len, room);
         w->dropped_bytes += ev->len - take;
         if (take && w->last_stream != ev->stream) {

@@ -121,6 +121,35 @@ test('a flood reaches a watcher in bounded batches; what does not fit is counted
   }
 });
 
+test('with many watchers a batch carries their share of 1 MiB, every byte still sent or counted', async () => {
+  // 32 watchers: 1 MiB / 32 = 32 KiB per batch, where one watcher gets up to 64 KiB.
+  const ws = [];
+  for (let i = 0; i < 32; i++) ws.push(await watcher());
+  const a = await connectHttp(srv.url);
+  try {
+    const r = await call(a, 'run', { code: 'import sys\nfor i in range(20): sys.stdout.write("y" * 100_000)\nsys.stdout.flush()' });
+    assert.equal(r.isError, false);
+    for (const b of ws) {
+      await until(() => b.events.some((x) => x.type === 'run_ended'), ms(10000), 'flood end');
+      const outs = b.events.filter((x) => x.type === 'run_output' && x.outputs.some((it) => it.text?.startsWith('y')));
+      let got = 0, dropped = 0, biggest = 0;
+      for (const o of outs) {
+        const n = o.outputs.reduce((k, it) => k + (it.text?.length ?? 0), 0);
+        biggest = Math.max(biggest, n);
+        got += n;
+        dropped += o.dropped?.bytes ?? 0;
+      }
+      assert.ok(biggest <= 32 * 1024, `a batch for one of 32 watchers carries at most 32 KiB (${biggest})`);
+      assert.ok(biggest > 4 * 1024, `batches are not cut below their share (${biggest})`);
+      assert.equal(got + dropped, 2_000_000, 'every byte is either sent or counted');
+    }
+  } finally {
+    await a.close();
+    // Their sessions end (DELETE), so the tests after this one are watched by as few as before.
+    for (const b of ws) { await b.transport.terminateSession().catch(() => {}); await b.close(); }
+  }
+});
+
 test('a session that did not subscribe gets no rat/event', async () => {
   const quiet = await connectHttp(srv.url);
   const seen = [];
