@@ -266,8 +266,10 @@ static unsigned char s_complete(EditLine *el, int ch)
             rc = CC_REFRESH;
         } else if (n > 1) {
             fputc('\n', stdout);
-            for (size_t i = 0; i < n && i < COMPLETE_SHOW; i++)
-                printf("%s%s", s_str(json_object_array_get_idx(items, i), "label"), i + 1 < n ? "  " : "");
+            for (size_t i = 0; i < n && i < COMPLETE_SHOW; i++) {
+                const char *label = s_str(json_object_array_get_idx(items, i), "label");
+                printf("%s%s", label ? label : "?", i + 1 < n ? "  " : ""); /* a kernel's item without one */
+            }
             if (n > COMPLETE_SHOW)
                 printf("… %zu more", n - COMPLETE_SHOW);
             fputc('\n', stdout);
