@@ -19,7 +19,7 @@ void config_usage(FILE *out)
           "       rat-py --http [OPTIONS]   serve it over Streamable HTTP instead\n"
           "       rat-py kernels            list the kernelspecs rat-py can launch\n"
           "       rat-py install [--name py] [--cwd DIR] [--kernel NAME] [--venv DIR] [--python PATH]\n"
-          "                      [--client mcptocli|mcp2cli]\n"
+          "                      [--kernelspec-dir DIR] [--client mcptocli|mcp2cli]\n"
           "                                 register with mcptocli / mcp2cli (then: py up; py run 'x = 1')\n"
           "       rat-py uninstall [--name py] [--client C]  remove that registration\n"
           "       rat-py doctor [OPTIONS]   check that rat-py works here (exit status 1 if not)\n"

@@ -37,7 +37,7 @@ extern char **environ;
 typedef struct {
     char *name;       /* owned, normalized */
     char *cwd;        /* owned, absolute */
-    char *kernel, *venv, *python; /* owned, pass-through server options (paths absolute) */
+    char *kernel, *venv, *python, *kspec_dir; /* owned, pass-through server options (paths absolute) */
     bool client[CLIENTS_N]; /* --client: the chosen ones (none chosen: found ones) */
     bool chosen;
 } s_opts_t;
@@ -49,6 +49,7 @@ static void s_opts_free(s_opts_t *o)
     free(o->kernel);
     free(o->venv);
     free(o->python);
+    free(o->kspec_dir);
 }
 
 /* ------------------------------------------------------------ paths */
@@ -197,12 +198,12 @@ static void s_usage(FILE *out, const family_t *fam, bool install)
     if (install)
         fprintf(out,
                 "Usage: %s install [--name NAME] [--cwd DIR] [--kernel NAME] [--venv DIR] [--python PATH]\n"
-                "                  [--client mcptocli|mcp2cli]...\n"
+                "                  [--kernelspec-dir DIR] [--client mcptocli|mcp2cli]...\n"
                 "Registers %s as NAME (default: %s) with mcptocli or mcp2cli (its name before), so that\n"
                 "`%s up` starts it and `%s run 'CODE'` runs code. Without --client: with each of them\n"
                 "that is installed or configured here, else with mcptocli. The kernel runs in DIR\n"
-                "(default: the current directory); --kernel, --venv and --python are passed on to\n"
-                "the registered command.\n",
+                "(default: the current directory); --kernel, --venv, --python and --kernelspec-dir\n"
+                "are passed on to the registered command.\n",
                 fam->prog, fam->prog, fam->short_name, fam->short_name, fam->short_name);
     else
         fprintf(out,
@@ -247,6 +248,17 @@ static int s_parse(int argc, char **argv, const family_t *fam, bool install, s_o
                 fprintf(stderr, "%s install: --venv %s: no such directory\n", fam->prog, v);
                 return 2;
             }
+        } else if (!missing && install && (v = config_opt_value(argc, argv, &i, "--kernelspec-dir", &missing))) {
+            free(o->kspec_dir);
+            o->kspec_dir = fileio_realpath(v);
+            char *json = o->kspec_dir ? xasprintf("%s/kernel.json", o->kspec_dir) : NULL;
+            bool ok = json && fileio_is_file(json);
+            free(json);
+            if (!ok) {
+                fprintf(stderr, "%s install: --kernelspec-dir %s: no kernel.json there (copy the directory "
+                        "share/rat-py/kernelspec/ of the install, then change it: doc/kernels.md)\n", fam->prog, v);
+                return 2;
+            }
         } else if (!missing && install && (v = config_opt_value(argc, argv, &i, "--python", &missing))) {
             free(o->python);
             o->python = fileio_which(v);
@@ -274,6 +286,10 @@ static int s_parse(int argc, char **argv, const family_t *fam, bool install, s_o
         fprintf(stderr, "%s %s: %s\n", fam->prog, argv[0], err);
         return 2;
     }
+    if (install && o->kernel && o->kspec_dir) {
+        fprintf(stderr, "%s install: --kernel and --kernelspec-dir both choose the kernel: give one\n", fam->prog);
+        return 2;
+    }
     if (install) {
         o->cwd = fileio_realpath(cwd);
         if (!o->cwd || !fileio_is_dir(o->cwd)) {
@@ -288,7 +304,8 @@ static int s_parse(int argc, char **argv, const family_t *fam, bool install, s_o
 static char *s_command(const char *self, const s_opts_t *o, bool *has_space)
 {
     const char *args[] = {self, "--cwd", o->cwd, o->kernel ? "--kernel" : NULL, o->kernel,
-                          o->venv ? "--venv" : NULL, o->venv, o->python ? "--python" : NULL, o->python};
+                          o->venv ? "--venv" : NULL, o->venv, o->python ? "--python" : NULL, o->python,
+                          o->kspec_dir ? "--kernelspec-dir" : NULL, o->kspec_dir};
     buf_t b;
     buf_init(&b, 0);
     *has_space = false;

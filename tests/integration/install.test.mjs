@@ -94,6 +94,27 @@ test('with no client here: registers for mcptocli, writes config.yaml and bin/py
   }
 });
 
+test('--kernelspec-dir is checked and passed on to the registered command, absolute', () => {
+  const h = home();
+  try {
+    const ks = path.join(h.dir, 'my kernelspec');
+    mkdirSync(ks);
+    const none = rat(h, ['install', '--kernelspec-dir', ks]);
+    assert.equal(none.code, 2);
+    assert.match(none.err, /--kernelspec-dir .*: no kernel\.json there \(copy the directory share\/rat-py\/kernelspec\//);
+    assert.ok(!existsSync(h.cfgOf('mcptocli')), 'nothing registered');
+    writeFileSync(path.join(ks, 'kernel.json'), JSON.stringify({ argv: ['{python}', '-m', 'ipykernel_launcher', '-f', '{connection_file}'], display_name: 'mine', language: 'python' }));
+    const both = rat(h, ['install', '--kernel', 'python3', '--kernelspec-dir', ks]);
+    assert.equal(both.code, 2);
+    assert.match(both.err, /--kernel and --kernelspec-dir both choose the kernel/);
+    const r = rat(h, ['install', '--kernelspec-dir', path.relative(h.project, ks)]);
+    assert.equal(r.code, 0, r.err);
+    assert.equal(yaml(h.cfgOf('mcptocli')).servers.py.command, `${RAT} --cwd ${h.project} --kernelspec-dir '${ks}'`);
+  } finally {
+    h.cleanup();
+  }
+});
+
 test('merges with an existing config: other servers, comments and defaults are kept', () => {
   const h = home();
   try {
