@@ -381,12 +381,11 @@ class _Tracker(object):
         self.ns = None        # the dict tracked (user_ns can be replaced)
         self.anchor = None    # a key object of ns (see above), or None: rescan
         self.len = 0          # len(ns) at the last update
-        self.after = 0        # keys after the anchor at the last update
         self.tail = ()        # those of them that are in self.names
         self.names = set()    # str keys of ns not starting with "_"
         self.sorted = []      # self.names, sorted
         self.values = None    # itemgetter of self.sorted's values (None: make it again)
-        self.after_keys = []  # every key after the anchor, newest first (len: self.after)
+        self.after_keys = []  # every key after the anchor at the last update, newest first
         self.stable = False   # no key of ns was deleted between the last two updates
         self.fresh = []       # then: the keys appended in between, newest first
         self.prev_len = 0     # then: len(ns) at the update before
@@ -401,13 +400,13 @@ class _Tracker(object):
         self.names = set(k for k in keys if not k.startswith("_"))
         self.sorted = sorted(self.names)
         self.values = None
-        self.ns, self.len, self.anchor, self.after, self.tail = ns, len(keys), None, 0, ()
+        self.ns, self.len, self.anchor, self.tail = ns, len(keys), None, ()
         self.after_keys, self.stable, self.fresh = [], False, []
         tail = []
         for i in range(len(keys) - 1, -1, -1):
             k = keys[i]
             if _anchor_key(k):
-                self.anchor, self.after, self.tail = k, len(keys) - 1 - i, tail
+                self.anchor, self.tail = k, tail
                 self.after_keys = keys[:i:-1]
                 break
             if k in self.names:
@@ -449,7 +448,7 @@ class _Tracker(object):
         # still, the same objects in the same order (new keys go after them).
         old = self.after_keys
         k_new = len(walked) - len(old)
-        self.stable = (n - len(walked) == self.len - self.after and k_new >= 0
+        self.stable = (n - len(walked) == self.len - len(old) and k_new >= 0
                        and all(map(_operator.is_, walked[k_new:], old)))
         self.fresh, self.prev_len = walked[:max(k_new, 0)], self.len
         for k in walked:
@@ -461,7 +460,7 @@ class _Tracker(object):
         # Keys after the anchor last time and not walked now were deleted.
         if self.tail:
             self._drop_missing(ns, self.tail)
-        if n - len(walked) != self.len - self.after:
+        if n - len(walked) != self.len - len(old):
             # Keys before the anchor were deleted (del, %xdel, the output
             # cache's culling of `_N`...): drop those of the user's names.
             self._drop_missing(ns, list(self.sorted))
@@ -469,13 +468,12 @@ class _Tracker(object):
         tail = []
         for i, k in enumerate(walked):
             if _anchor_key(k):
-                self.anchor, self.after, self.tail = k, i, tail
+                self.anchor, self.tail, self.after_keys = k, tail, walked[:i]
                 break
             if not k.startswith("_"):
                 tail.append(k)
         else:
-            self.after, self.tail = len(walked), tail
-        self.after_keys = walked[:self.after]
+            self.tail, self.after_keys = tail, walked
         return True
 
     def _module_keys(self, ns):
