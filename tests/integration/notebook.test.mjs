@@ -467,10 +467,34 @@ test('a dead server shows at once; the page reconnects by itself when it is back
   const p = await openPage(`${s.base}/`, true);
   let s2 = null;
   try {
+    // An answer on its way when the server dies (a look after a run, a
+    // status read) must not paint "idle" over "disconnected": the first one
+    // after this run is held until the page has shown the loss.
+    let release, caught;
+    const held = new Promise((r) => { release = r; });
+    const got = new Promise((r) => { caught = r; });
+    let holding = false;
+    await p.route('**/mcp', async (route) => {
+      const req = route.request();
+      if (!holding && req.method() === 'POST' && /"name":"look"|"resources\/read"/.test(req.postData() || '')) {
+        holding = true;
+        const res = await route.fetch();
+        caught();
+        await held;
+        await route.fulfill({ response: res }).catch(() => {});
+      } else await route.continue().catch(() => {});
+    });
     await run('before_death = 1', p);
     const n = await p.locator('.cell').count();
+    let timer;
+    await Promise.race([got, new Promise((_, no) => { timer = setTimeout(() => no(new Error('no look or status read after a run')), T(10000)); })]);
+    clearTimeout(timer);
     await s.stop();
     await p.locator('#kernel[data-state="disconnected"]').waitFor({ timeout: T(10000) });
+    release();
+    await p.waitForTimeout(500);
+    assert.equal(await p.locator('#kernel').getAttribute('data-state'), 'disconnected', 'a late answer left the dead server showing as alive');
+    await p.unroute('**/mcp');
     await p.locator('.banner', { hasText: 'Connection to rat-py lost' }).waitFor({ timeout: T(10000) });
     await shot('16-connection-lost', p);
     s2 = await startHttp(['--port', String(s.port)]);

@@ -34,6 +34,9 @@ const status = (text, cls = '') => {
 let kernelState = 'starting';
 function showKernel(line) {
   // "python idle | exec #5 | rev 17 | up 3600s" or look's "python idle | 3 vars | exec #5"
+  // An answer that was on its way when the connection went (a look after a
+  // run, a status read) must not paint "idle" over "disconnected".
+  if (mcp.state === 'lost') return;
   const m = /^(\w+) (\w+)/.exec(line || '');
   if (!m) return;
   kernelState = m[2];
