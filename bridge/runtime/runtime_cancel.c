@@ -150,6 +150,8 @@ static void s_watch_fire(loop_t *loop, void *ud)
         rt_req_t *r = rt_req_add(self, REQ_PROBE, id);
         r->ex = ex;
         ex->probes++;
+        if (!ex->probe_id[0])
+            memcpy(ex->probe_id, id, sizeof ex->probe_id);
     }
     rt_watch(ex, LOST_PROBE_MS * 2);
 }
@@ -178,9 +180,19 @@ void rt_probe_answered(runtime_t *self, runtime_exec_t *ex)
     if (ex->state == RUNTIME_EXEC_DONE || self->current != ex)
         return;
     if (ex->got_reply) {
-        /* The reply is in and the kernel moved on: its idle status was lost. */
-        ex->got_idle = true;
-        rt_maybe_done(self, ex);
+        /* The reply is in and the kernel moved on, but the run's iopub may
+         * still be on its way (a large output trails the reply): its idle
+         * counts as lost once iopub shows the probe (rt_probe_on_iopub), or
+         * after IOPUB_LAG_MAX_MS of answered probes without it. */
+        int64_t now = loop_now_ms();
+        if (!ex->probe_answered_ms)
+            ex->probe_answered_ms = now;
+        else if (now - ex->probe_answered_ms >= IOPUB_LAG_MAX_MS) {
+            log_warn("run %lu: its idle status did not come in %d ms after its reply; taken as lost", ex->id,
+                     IOPUB_LAG_MAX_MS);
+            ex->got_idle = true;
+            rt_maybe_done(self, ex);
+        }
         return;
     }
     ex->lost = true;
@@ -192,6 +204,16 @@ void rt_probe_answered(runtime_t *self, runtime_exec_t *ex)
                  ex->interrupt_us ? "lost by the kernel after an interrupt"
                                   : "lost by the kernel: it went on with later requests without finishing this run");
     rt_pump(self);
+}
+
+/* An iopub message whose parent is ex's first probe: everything the kernel
+ * published for ex came before it, so a missing idle is lost, not late. */
+void rt_probe_on_iopub(runtime_t *self, runtime_exec_t *ex)
+{
+    if (ex->state == RUNTIME_EXEC_DONE || self->current != ex || !ex->got_reply || ex->got_idle)
+        return;
+    ex->got_idle = true;
+    rt_maybe_done(self, ex);
 }
 
 int runtime_cancel_run(runtime_t *self, runtime_exec_t *ex, runtime_cancel_fn *cb, void *ud)

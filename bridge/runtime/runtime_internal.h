@@ -42,6 +42,11 @@
 #define LOST_PROBE_MS 500
 #define LOST_UNACKED_MS 2000       /* no busy status for a run this long: check it */
 #define LOST_PROBES_MAX 3          /* probes in flight per run (one may be lost to the signal) */
+/* A run whose reply is in waits for its idle status this long after a
+ * probe's reply, unless iopub shows the probe first (then the idle was lost
+ * for sure). iopub and shell are separate sockets: a large output (a 33 MB
+ * display) can trail the reply by seconds on a loaded machine. */
+#define IOPUB_LAG_MAX_MS 10000
 #define INTERRUPT_SPACING_MS 1000  /* a cancel repeated sooner adds no second signal */
 #define BARRIER_TRIES 4            /* kernel_info_requests that hold the queue after an interrupt */
 /* Every request a caller waits for is answered within a bound, whatever the
@@ -77,6 +82,11 @@ struct runtime_exec {
     uint64_t watch_timer;          /* when to check whether the kernel still has it */
     int64_t watch_due_ms;
     unsigned probes;               /* kernel_info probes in flight for it */
+    /* The first probe sent for it: its status on iopub comes after all of
+     * this run's iopub (one socket, in order), so once it is seen an idle
+     * still missing was lost, not late. "" until a probe is sent. */
+    char probe_id[WIRE_ID_LEN + 1];
+    int64_t probe_answered_ms;     /* a probe answered while its idle was missing; 0 if not */
     rt_canceller_t *cancellers;     /* owned: verdicts owed, called once it ends */
     long number;
     int64_t sent_us, done_us, input_since_us, input_total_us;
@@ -279,6 +289,7 @@ void rt_interrupt_done(runtime_t *self);
 void rt_cancel_settle(runtime_t *self, runtime_exec_t *ex);
 void rt_watch(runtime_exec_t *ex, int64_t ms);
 void rt_probe_answered(runtime_t *self, runtime_exec_t *ex);
+void rt_probe_on_iopub(runtime_t *self, runtime_exec_t *ex);
 
 /* runtime_supervise.c */
 /* The session kernel's events (a spare swapped in gets them too). */

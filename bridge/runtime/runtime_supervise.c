@@ -86,10 +86,13 @@ static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
     bool mine = ex && m->parent_id && strcmp(m->parent_id, ex->msg_id) == 0;
     switch (ch) {
     case KCHAN_IOPUB:
-        if (mine)
+        if (mine) {
             rt_exec_iopub(self, ex, m);
-        else
+        } else {
+            if (ex && ex->probe_id[0] && m->parent_id && strcmp(m->parent_id, ex->probe_id) == 0)
+                rt_probe_on_iopub(self, ex);
             rt_req_iopub(self, m);
+        }
         break;
     case KCHAN_SHELL:
         if (mine && strcmp(m->msg_type, "execute_reply") == 0)

@@ -825,6 +825,65 @@ static void test_interrupt_message_completes_before_the_barrier(void)
     unlink(file);
 }
 
+/* Answers kernel_info probes for about ms, as a kernel whose shell is idle
+ * does at once; returns the id of the first one (into first, "" if none). */
+static void s_answer_probes_for(s_fake_t *fc, size_t *seen, int ms, char *first)
+{
+    int64_t t0 = loop_now_ms();
+    while (loop_now_ms() - t0 < ms) {
+        for (size_t k = *seen; k < fc->nsent && !first[0]; k++)
+            if (strcmp(fc->sent[k % MAX_SENT].type, "kernel_info_request") == 0)
+                memcpy(first, fc->sent[k % MAX_SENT].id, WIRE_ID_LEN + 1);
+        s_answer_infos(fc, seen);
+        loop_run_once(g_loop, 5);
+    }
+}
+
+/* iopub and shell are separate sockets: a 33 MB display reached rat-py
+ * seconds after the run's execute_reply on a loaded machine, and the probe
+ * answered at once on shell took the idle for lost, so the run ended with
+ * no output (integration.assets failed in CI so). A late iopub is waited
+ * for; the probe's own status on iopub proves an idle lost. */
+static void test_iopub_trails_the_reply(void)
+{
+    s_start_ready(false);
+    s_fake_t *fc = g_conns[0];
+    for (int round = 0; round < 2; round++) {
+        s_obs_t o;
+        s_run("display(big); print('after')", &o);
+        s_sent_t *e = s_last_sent(fc, "execute_request", "print('after')");
+        CHECK(e != NULL);
+        if (!e)
+            return;
+        char id[WIRE_ID_LEN + 1], probe[WIRE_ID_LEN + 1] = "";
+        memcpy(id, e->id, sizeof id);
+        s_push(fc, KCHAN_IOPUB, "status", id, "{\"execution_state\":\"busy\"}");
+        s_push(fc, KCHAN_IOPUB, "execute_input", id, "{\"execution_count\":1,\"code\":\"\"}");
+        s_push(fc, KCHAN_SHELL, "execute_reply", id, "{\"status\":\"ok\",\"execution_count\":1,\"user_expressions\":{}}");
+        size_t seen = fc->nsent;
+        s_deliver(fc);
+        s_answer_probes_for(fc, &seen, 2500, probe);
+        CHECK(probe[0] != '\0'); /* it asked */
+        CHECK_EQ_INT(o.done, 0);  /* and still waits for iopub */
+        if (round == 0) {
+            /* The output and the idle arrive: all of it is in the result. */
+            s_push(fc, KCHAN_IOPUB, "stream", id, "{\"name\":\"stdout\",\"text\":\"after\\n\"}");
+            s_push(fc, KCHAN_IOPUB, "status", id, "{\"execution_state\":\"idle\"}");
+            s_deliver(fc);
+            CHECK_EQ_INT(o.done, 1);
+            CHECK(strstr(o.out, "after") != NULL);
+        } else {
+            /* The probe's status comes first on iopub: the idle was lost. */
+            s_push(fc, KCHAN_IOPUB, "status", probe, "{\"execution_state\":\"busy\"}");
+            s_deliver(fc);
+            CHECK_EQ_INT(o.done, 1);
+        }
+        CHECK_EQ_INT(o.outcome, RUNTIME_OK);
+        s_settle();
+    }
+    s_stop();
+}
+
 /* Issue 30, item 6: the queue is bounded in runs and in bytes of code; past
  * either, runtime_execute refuses (NULL) and says which bound, and the
  * queue moves on as before. */
@@ -1137,6 +1196,7 @@ int main(void)
     RUN_CASE(test_restart_does_not_wait_for_the_old_process);
     RUN_CASE(test_attached_restart_while_attaching);
     RUN_CASE(test_interrupt_message_completes_before_the_barrier);
+    RUN_CASE(test_iopub_trails_the_reply);
     RUN_CASE(test_queue_bounds);
     RUN_CASE(test_unfollowed_death_is_announced);
     RUN_CASE(test_death_then_shutdown_frees_the_kernel);
