@@ -172,6 +172,15 @@ void rt_watch(runtime_exec_t *ex, int64_t ms)
     ex->watch_timer = loop_timer(self->loop, ms, s_watch_fire, ex);
 }
 
+/* ex's reply is in and its idle status will not come: it ends. */
+static void s_idle_lost(runtime_t *self, runtime_exec_t *ex)
+{
+    if (ex->state == RUNTIME_EXEC_DONE || self->current != ex || !ex->got_reply || ex->got_idle)
+        return;
+    ex->got_idle = true;
+    rt_maybe_done(self, ex);
+}
+
 /* The kernel answered a shell request sent after ex's execute_request. */
 void rt_probe_answered(runtime_t *self, runtime_exec_t *ex)
 {
@@ -182,7 +191,7 @@ void rt_probe_answered(runtime_t *self, runtime_exec_t *ex)
     if (ex->got_reply) {
         /* The reply is in and the kernel moved on, but the run's iopub may
          * still be on its way (a large output trails the reply): its idle
-         * counts as lost once iopub shows the probe (rt_probe_on_iopub), or
+         * counts as lost once iopub shows the probe (rt_probe_iopub), or
          * after IOPUB_LAG_MAX_MS of answered probes without it. */
         int64_t now = loop_now_ms();
         if (!ex->probe_answered_ms)
@@ -190,8 +199,7 @@ void rt_probe_answered(runtime_t *self, runtime_exec_t *ex)
         else if (now - ex->probe_answered_ms >= IOPUB_LAG_MAX_MS) {
             log_warn("run %lu: its idle status did not come in %d ms after its reply; taken as lost", ex->id,
                      IOPUB_LAG_MAX_MS);
-            ex->got_idle = true;
-            rt_maybe_done(self, ex);
+            s_idle_lost(self, ex);
         }
         return;
     }
@@ -206,14 +214,14 @@ void rt_probe_answered(runtime_t *self, runtime_exec_t *ex)
     rt_pump(self);
 }
 
-/* An iopub message whose parent is ex's first probe: everything the kernel
- * published for ex came before it, so a missing idle is lost, not late. */
-void rt_probe_on_iopub(runtime_t *self, runtime_exec_t *ex)
+/* An iopub message m that is not ex's own: when its parent is ex's first
+ * probe, everything the kernel published for ex came before it, so an idle
+ * still missing was lost, not late. ex may end here (its observers run, and
+ * may release it: it stays valid until the loop frees it). */
+void rt_probe_iopub(runtime_t *self, runtime_exec_t *ex, const wire_msg_t *m)
 {
-    if (ex->state == RUNTIME_EXEC_DONE || self->current != ex || !ex->got_reply || ex->got_idle)
-        return;
-    ex->got_idle = true;
-    rt_maybe_done(self, ex);
+    if (ex->probe_id[0] && m->parent_id && strcmp(m->parent_id, ex->probe_id) == 0)
+        s_idle_lost(self, ex);
 }
 
 int runtime_cancel_run(runtime_t *self, runtime_exec_t *ex, runtime_cancel_fn *cb, void *ud)

@@ -84,7 +84,7 @@ struct runtime_exec {
     unsigned probes;               /* kernel_info probes in flight for it */
     /* The first probe sent for it: its status on iopub comes after all of
      * this run's iopub (one socket, in order), so once it is seen an idle
-     * still missing was lost, not late. "" until a probe is sent. */
+     * still missing was lost, not late (rt_probe_iopub). "" until a probe is sent. */
     char probe_id[WIRE_ID_LEN + 1];
     int64_t probe_answered_ms;     /* a probe answered while its idle was missing; 0 if not */
     rt_canceller_t *cancellers;     /* owned: verdicts owed, called once it ends */
@@ -289,7 +289,7 @@ void rt_interrupt_done(runtime_t *self);
 void rt_cancel_settle(runtime_t *self, runtime_exec_t *ex);
 void rt_watch(runtime_exec_t *ex, int64_t ms);
 void rt_probe_answered(runtime_t *self, runtime_exec_t *ex);
-void rt_probe_on_iopub(runtime_t *self, runtime_exec_t *ex);
+void rt_probe_iopub(runtime_t *self, runtime_exec_t *ex, const wire_msg_t *m);
 
 /* runtime_supervise.c */
 /* The session kernel's events (a spare swapped in gets them too). */

@@ -89,8 +89,8 @@ static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
         if (mine) {
             rt_exec_iopub(self, ex, m);
         } else {
-            if (ex && ex->probe_id[0] && m->parent_id && strcmp(m->parent_id, ex->probe_id) == 0)
-                rt_probe_on_iopub(self, ex);
+            if (ex)
+                rt_probe_iopub(self, ex, m);
             rt_req_iopub(self, m);
         }
         break;
