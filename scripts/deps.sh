@@ -22,7 +22,7 @@ rat_apt_install() {
 # and its zdigest (SHA-1) checks a gateway's WebSocket upgrade (RFC 6455); its
 # runtime, libczmq4, comes with it (and in the .deb through dpkg-shlibdeps).
 # libedit-dev: the headers of libedit, which the `rat NAME` REPL loads at run
-# time for line editing and history (bridge/cli/edit_dl.c; not linked).
+# time for line editing and history (bridge/rat/edit_dl.c; not linked).
 RAT_BUILD_PKGS=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libsodium-dev libjson-c-dev libyaml-dev
                 libmicrohttpd-dev libcurl4-openssl-dev libwslay-dev libedit-dev)
 

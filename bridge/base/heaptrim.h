@@ -16,9 +16,9 @@
 #define HEAPTRIM_QUIET_MS 500
 
 /* A burst ended on loop's thread: trim once it has been quiet for a while.
- * Cheap (a clock read; a timer armed at most once per quiet spell). */
+ * Cheap (a clock read; a timer armed at most once per quiet spell). A loop
+ * destroyed with a trim pending needs nothing: its timer goes with it, and
+ * the next heaptrim_soon sees a new loop by its loop_id. */
 void heaptrim_soon(loop_t *loop);
-/* The loop is going away: forget its timer (loop_destroy calls this). */
-void heaptrim_forget(loop_t *loop);
 
 #endif

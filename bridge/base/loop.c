@@ -12,18 +12,21 @@
  *
  * zsock_events cannot report an error. libzmq's are EINTR (no signal
  * interrupts this thread: they arrive on a signalfd, sigs.h) and ETERM (the
- * context ends at exit, after the loop), so there is none to handle. */
+ * context ends at exit, after the loop), so there is none to handle.
+ *
+ * No circle with heaptrim: heaptrim uses the loop (its timer) and the loop
+ * knows nothing of it (loop_id lets heaptrim see its loop replaced). */
 #define LOG_MODULE "loop"
 #include "loop.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <czmq.h>
 
-#include "heaptrim.h"
 #include "log.h"
 #include "mem.h"
 
@@ -57,7 +60,13 @@ struct loop {
     size_t *item_idx;        /* owned: watch index per poll item */
     size_t capitems;
     bool stop;
+    uint64_t id;             /* loop_id */
 };
+
+uint64_t loop_id(const loop_t *self)
+{
+    return self->id;
+}
 
 int64_t loop_now_us(void)
 {
@@ -73,7 +82,9 @@ int64_t loop_now_ms(void)
 
 loop_t *loop_new(void)
 {
+    static atomic_uint_fast64_t ids;
     loop_t *self = xcalloc(1, sizeof *self);
+    self->id = (uint64_t)atomic_fetch_add(&ids, 1) + 1;
     self->next_watch_id = 1;
     self->next_timer_id = 1;
     return self;
@@ -99,7 +110,6 @@ void loop_destroy(loop_t **self_p)
         t.fn(self, t.ud);
     }
     free(self->watches);
-    heaptrim_forget(self);
     free(self->timers);
     free(self->pfds);
     free(self->item_idx);

@@ -20,6 +20,10 @@ typedef void (loop_timer_fn)(loop_t *loop, void *ud);
 
 loop_t *loop_new(void);
 void loop_destroy(loop_t **self_p);
+/* A number no other loop of this process has had, so that a client that
+ * keeps a loop pointer across calls (heaptrim) can tell a new loop that
+ * reuses a freed one's address from the old one, without a hook here. */
+uint64_t loop_id(const loop_t *self);
 
 /* Watches a file descriptor, or a ZMQ socket: a czmq zsock_t or zactor_t
  * (its pipe), anything zsock_fd takes except the draft thread-safe socket

@@ -1,4 +1,6 @@
-/* kernel: process + connection file + channels + readiness for one kernel. */
+/* kernel: process + connection file + channels + readiness for one kernel;
+ * a kernel on a gateway (its REST calls) is kernel_gw.c's, the state both
+ * share kernel_internal.h. */
 #define LOG_MODULE "kernel"
 #include "kernel.h"
 
@@ -11,9 +13,8 @@
 
 #include "connfile.h"
 #include "jmsg.h"
-#include "gateway.h"
+#include "kernel_internal.h"
 #include "kernel_proc.h"
-#include "kernel_ws.h"
 #include "kernel_zmq.h"
 #include "log.h"
 #include "mem.h"
@@ -26,80 +27,15 @@
 #define IOPUB_PROOF_MS 10
 #define HB_INTERVAL_MS 1000
 #define HB_TOLERANCE_MS 3000
-/* An attached kernel (no process of ours to waitpid) is declared dead when
- * its heartbeat stays silent this much longer than HB_TOLERANCE_MS while it
- * is idle. Busy kernels other than ipykernel answer heartbeats from the
- * loop that runs the code, so their silence then means nothing. */
-#define HB_DEAD_MS 10000
 #define PORT_RETRIES 3
-#define GW_POLL_MS 5000
 /* An interrupt is complete once the kernel answered interrupt_request on
  * control, or the gateway answered its POST; after these it is taken as
  * done regardless (a kernel that never answers one, a gateway that hangs),
  * so nothing that waits for it waits forever. */
 #define INTERRUPT_REPLY_MS 5000
-#define GW_INTERRUPT_TIMEOUT_MS 10000
 #define LOG_TRIM_BYTES (16L << 20)
 
-struct kernel {
-    loop_t *loop;                 /* borrowed */
-    kernel_events_t ev;
-    void *ud;
-    kernel_state_t state;
-    kernel_proc_t *proc;          /* owned; NULL when attached */
-    kernel_conn_t *conn;          /* owned */
-    connfile_t ci;
-    char *conn_path;              /* owned */
-    bool owned_file;              /* we wrote conn_path and remove it */
-    char *log_path;               /* owned */
-    bool interrupt_message;
-    bool ask_on_replace;          /* kernel_set_ask_on_replace */
-    char info_id[WIRE_ID_LEN + 1];/* last kernel_info_request */
-    bool got_reply, got_iopub, chans_up;
-    int proof_ms;                 /* next wait for iopub proof (backs off) */
-    json_object *info;            /* kernel_info_reply content, owned */
-    uint64_t nudge_timer, boot_timer, event_timer, trim_timer;
-    int64_t started_ms, ready_ms;
-    int boot_timeout_ms;
-    char *dead_why;               /* pending on_dead text, owned */
-    char *runtime_dir;            /* owned */
-    bool hb_ok;
-    uint64_t hb_dead_timer;       /* attached: armed while the heartbeat is silent */
-    bool busy;                    /* iopub's last execution_state (any client's request) */
-    char *session;                /* owned: the kernel's session id, from its kernel_info_reply */
-    char *stale_session;          /* owned: a restarted kernel's old session (ignored while starting) */
-    /* For port-clash retries of owned kernels. */
-    char **argv_template;         /* owned copy, {connection_file} unsubstituted */
-    char **env_extra;             /* owned copy */
-    char *cwd;                    /* owned copy */
-    int retries;
-    kernel_conn_factory_fn *connect; /* NULL: kernel_zmq_new */
-    void *connect_ud;
-    /* Lifetime (kernel.h): depth counts our frames that called a handler
-     * and are still on the stack; a kernel destroyed while depth > 0 is
-     * doomed (closed, silent) and freed by free_timer from the loop. */
-    int depth;
-    bool doomed;
-    uint64_t free_timer;
-    /* On a gateway (kernel.h): */
-    gateway_t *gw;                /* borrowed; NULL for a local kernel */
-    char *remote_id;              /* owned: the kernel's id there, once known */
-    bool remote_owned;            /* we started it: delete it when done */
-    gateway_req_t *gw_req;        /* the POST /api/kernels in flight */
-    gateway_req_t *gw_check;      /* the GET /api/kernels/{id} in flight */
-    uint64_t gw_poll_timer;
-    gateway_req_t *gw_restart;    /* the POST /api/kernels/{id}/restart in flight */
-    /* An interrupt that has not completed yet (kernel_interrupt_pending):
-     * the gateway's POST in flight, or an interrupt_request on control whose
-     * reply has not come; interrupt_timer bounds the wait for that reply. */
-    gateway_req_t *gw_interrupt;
-    char interrupt_id[WIRE_ID_LEN + 1];
-    uint64_t interrupt_timer;
-};
-
 static int s_launch(kernel_t *self, char *err, size_t errlen);
-static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m);
-static void s_on_conn_event(void *ud, kconn_event_t ev);
 
 /* Brackets every call of an owner's handler. s_leave returns false when the
  * handler destroyed the kernel: the caller then returns at once, and the
@@ -118,8 +54,9 @@ static bool s_leave(kernel_t *self)
 static kernel_conn_t *s_new_conn(kernel_t *self, char *err, size_t errlen)
 {
     if (self->connect)
-        return self->connect(self->connect_ud, self->loop, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
-    return kernel_zmq_new(self->loop, &self->ci, s_on_msg, s_on_conn_event, self, err, errlen);
+        return self->connect(self->connect_ud, self->loop, &self->ci, kernel_on_msg, kernel_on_conn_event, self, err,
+                             errlen);
+    return kernel_zmq_new(self->loop, &self->ci, kernel_on_msg, kernel_on_conn_event, self, err, errlen);
 }
 
 /* The kernel's extra environment: the kernelspec's `env` with ${VAR}
@@ -225,7 +162,7 @@ static void s_emit_dead(loop_t *loop, void *ud)
     free(why);
 }
 
-static void s_die(kernel_t *self, char *why /* consumed */)
+void kernel_die(kernel_t *self, char *why /* consumed */)
 {
     if (self->state == KERNEL_DEAD) {
         free(why);
@@ -257,7 +194,7 @@ static void s_nudge(loop_t *loop, void *ud)
     if (self->state != KERNEL_STARTING)
         return;
     /* Reply and iopub are in: only the channels' handshakes are missing, and
-     * s_on_conn_event finishes when they are done (the boot timer guards).
+     * kernel_on_conn_event finishes when they are done (the boot timer guards).
      * Asking again would not help; it used to re-arm at 0 ms here (iopub
      * came before the first reply, so proof_ms was never set) and flood the
      * kernel with kernel_info_requests until the handshakes were done. */
@@ -288,7 +225,7 @@ static void s_become_ready(kernel_t *self)
 
 /* The pending interrupt completed (or its wait ended): tell the owner.
  * Called from the loop only (a reply, a request's end, a timer). */
-static void s_interrupt_done(kernel_t *self, const char *how)
+void kernel_interrupt_done(kernel_t *self, const char *how)
 {
     loop_timer_cancel(self->loop, self->interrupt_timer);
     self->interrupt_timer = 0;
@@ -306,17 +243,17 @@ static void s_interrupt_timeout(loop_t *loop, void *ud)
     kernel_t *self = ud;
     self->interrupt_timer = 0;
     log_info("the kernel did not answer interrupt_request within %d s; going on", INTERRUPT_REPLY_MS / 1000);
-    s_interrupt_done(self, "unanswered");
+    kernel_interrupt_done(self, "unanswered");
 }
 
-static void s_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
+void kernel_on_msg(void *ud, kchan_t ch, wire_msg_t *m)
 {
     kernel_t *self = ud;
     if (self->doomed)
         return;
     if (ch == KCHAN_CONTROL && self->interrupt_id[0] && m->parent_id && strcmp(m->parent_id, self->interrupt_id) == 0 &&
         strcmp(m->msg_type, "interrupt_reply") == 0) {
-        s_interrupt_done(self, "answered");
+        kernel_interrupt_done(self, "answered");
         if (self->doomed)
             return;
     }
@@ -372,53 +309,6 @@ static bool s_hb_while_busy(const kernel_t *self)
     return impl && strcmp(impl, "ipython") == 0;
 }
 
-/* The WebSocket has been down for HB_DEAD_MS: ask the gateway whether the
- * kernel still exists. */
-static void s_gw_checked(void *ud, long status, const char *body, size_t len, const char *err)
-{
-    kernel_t *self = ud;
-    self->gw_check = NULL;
-    if (self->state == KERNEL_DEAD)
-        return;
-    if (status == 404) {
-        s_die(self, xasprintf("the kernel %s is gone from the gateway (deleted, culled by the gateway's idle "
-                              "culler, or the gateway restarted)",
-                              self->remote_id));
-        return;
-    }
-    if (self->hb_ok)
-        return; /* the periodic look: only a 404 matters */
-    if (status == 200) {
-        /* It is there; the connection keeps trying. Look again later. */
-        log_info("the gateway still has kernel %s; reconnecting", self->remote_id);
-        return;
-    }
-    if (err)
-        s_die(self, xasprintf("the kernel's WebSocket has been down for %d s and %s", HB_DEAD_MS / 1000, err));
-    else
-        s_die(self, gateway_http_error(self->gw, "the kernel's WebSocket is down", status, body));
-}
-
-static void s_gw_check(kernel_t *self)
-{
-    if (!self->gw_check && self->remote_id) {
-        char *path = xasprintf("/api/kernels/%s", self->remote_id);
-        self->gw_check = gateway_request(self->gw, "GET", path, NULL, HB_DEAD_MS / 2, s_gw_checked, self);
-        free(path);
-    }
-}
-
-/* A Jupyter Server keeps the WebSocket of a kernel deleted behind our back
- * open (and answers its pings), so nothing on the channels says it is gone:
- * ask the REST API every GW_POLL_MS. */
-static void s_gw_poll(loop_t *loop, void *ud)
-{
-    kernel_t *self = ud;
-    self->gw_poll_timer = loop_timer(loop, GW_POLL_MS, s_gw_poll, self);
-    if (self->state == KERNEL_READY)
-        s_gw_check(self);
-}
-
 static void s_hb_dead(loop_t *loop, void *ud)
 {
     kernel_t *self = ud;
@@ -427,7 +317,7 @@ static void s_hb_dead(loop_t *loop, void *ud)
         return;
     if (self->gw) {
         self->hb_dead_timer = loop_timer(loop, HB_DEAD_MS, s_hb_dead, self);
-        s_gw_check(self);
+        kernel_gw_check(self);
         return;
     }
     if (self->busy && !s_hb_while_busy(self)) {
@@ -435,21 +325,21 @@ static void s_hb_dead(loop_t *loop, void *ud)
         self->hb_dead_timer = loop_timer(loop, HB_DEAD_MS, s_hb_dead, self);
         return;
     }
-    s_die(self, xasprintf("the kernel has not answered its heartbeat for %d s%s (%s)",
-                          (HB_TOLERANCE_MS + HB_DEAD_MS) / 1000, self->busy ? "" : " while idle",
-                          self->state == KERNEL_STARTING ? "nothing answers at this connection file: is the kernel "
-                                                           "running?"
-                                                         : "it stopped or was killed"));
+    kernel_die(self, xasprintf("the kernel has not answered its heartbeat for %d s%s (%s)",
+                               (HB_TOLERANCE_MS + HB_DEAD_MS) / 1000, self->busy ? "" : " while idle",
+                               self->state == KERNEL_STARTING ? "nothing answers at this connection file: is the kernel "
+                                                                "running?"
+                                                              : "it stopped or was killed"));
 }
 
-static void s_on_conn_event(void *ud, kconn_event_t ev)
+void kernel_on_conn_event(void *ud, kconn_event_t ev)
 {
     kernel_t *self = ud;
     if (self->doomed)
         return;
     if (ev == KCONN_GONE) {
         const char *why = self->conn && self->conn->ops->error ? self->conn->ops->error(self->conn) : NULL;
-        s_die(self, xstrdup(why ? why : "the kernel is gone"));
+        kernel_die(self, xstrdup(why ? why : "the kernel is gone"));
         return;
     }
     if (ev == KCONN_UP) {
@@ -490,7 +380,7 @@ static void s_boot_timeout(loop_t *loop, void *ud)
         free(why);
         why = w2;
     }
-    s_die(self, why);
+    kernel_die(self, why);
 }
 
 static void s_trim(loop_t *loop, void *ud)
@@ -555,11 +445,11 @@ void kernel_check_exit(kernel_t *self)
             char err[512];
             if (s_launch(self, err, sizeof err) == 0)
                 return;
-            s_die(self, xstrdup(err));
+            kernel_die(self, xstrdup(err));
             return;
         }
     }
-    s_die(self, s_exit_reason(self, how));
+    kernel_die(self, s_exit_reason(self, how));
 }
 
 void kernel_set_ask_on_replace(kernel_t *self, bool ask)
@@ -577,7 +467,7 @@ void kernel_reap_all(int max_ms)
     kernel_proc_reap_all(max_ms);
 }
 
-static void s_connect(kernel_t *self)
+void kernel_chans_connect(kernel_t *self)
 {
     self->got_reply = self->got_iopub = self->chans_up = false;
     self->proof_ms = 0;
@@ -647,143 +537,8 @@ static int s_launch(kernel_t *self, char *err, size_t errlen)
     self->conn = s_new_conn(self, err, errlen);
     if (!self->conn)
         return -1;
-    s_connect(self);
+    kernel_chans_connect(self);
     return 0;
-}
-
-/* The kernel's id is known: its WebSocket. */
-static int s_gw_connect(kernel_t *self, char *err, size_t errlen)
-{
-    free(self->conn_path);
-    self->conn_path = xasprintf("%s/api/kernels/%s", gateway_url(self->gw), self->remote_id);
-    self->conn = kernel_ws_new(self->loop, self->gw, self->remote_id, s_on_msg, s_on_conn_event, self, err, errlen);
-    if (!self->conn)
-        return -1;
-    s_connect(self);
-    return 0;
-}
-
-/* A kernel id as Jupyter Server and Enterprise Gateway make them (a UUID,
- * jupyter_client's new_kernel_id); anything else is not put into a URL.
- * ASCII letters, digits, '-' and '_', at most 64: '_' too because Jupyter
- * Server's own route takes it (\w+-\w+-\w+-\w+-\w+), and it is harmless in
- * a path (unreserved in RFC 3986, nothing to escape). The --existing error
- * text and doc/security.md say the same. */
-static bool s_id_ok(const char *id)
-{
-    size_t n = id ? strlen(id) : 0;
-    if (n == 0 || n > 64)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
-            return false;
-    }
-    return true;
-}
-
-static void s_gw_started(void *ud, long status, const char *body, size_t len, const char *err)
-{
-    kernel_t *self = ud;
-    self->gw_req = NULL;
-    if (self->state != KERNEL_STARTING)
-        return;
-    if (err) {
-        s_die(self, xasprintf("cannot start a kernel: %s", err));
-        return;
-    }
-    if (status != 201 && status != 200) {
-        s_die(self, gateway_http_error(self->gw, "cannot start a kernel", status, body));
-        return;
-    }
-    json_object *j = json_tokener_parse(body);
-    const char *id = wire_get_str(j, "id");
-    if (!s_id_ok(id)) {
-        json_object_put(j);
-        s_die(self, xasprintf("cannot start a kernel: the gateway at %s answered without a usable kernel id",
-                              gateway_url(self->gw)));
-        return;
-    }
-    self->remote_id = xstrdup(id);
-    json_object_put(j);
-    log_info("kernel %s started on the gateway %s", self->remote_id, gateway_url(self->gw));
-    char e[512];
-    if (s_gw_connect(self, e, sizeof e) < 0)
-        s_die(self, xstrdup(e));
-}
-
-static int s_gw_start(kernel_t *self, const kernel_opts_t *o, char *err, size_t errlen)
-{
-    if (o->gateway_kernel) {
-        if (!s_id_ok(o->gateway_kernel)) {
-            snprintf(err, errlen, "--existing with --gateway takes a kernel id (at most 64 letters, digits, '-' or '_'), not '%.100s'",
-                     o->gateway_kernel);
-            return -1;
-        }
-        self->remote_id = xstrdup(o->gateway_kernel);
-        return s_gw_connect(self, err, errlen);
-    }
-    self->remote_owned = true;
-    const char *name = o->gateway_kernel_name ? o->gateway_kernel_name : "python3";
-    json_object *b = json_object_new_object();
-    json_object_object_add(b, "name", json_object_new_string(name));
-    /* Bounded a little inside the boot timeout, so a gateway that accepts
-     * and never answers is named as such, not as a kernel that never became
-     * ready. */
-    self->gw_req = gateway_request(self->gw, "POST", "/api/kernels", json_object_to_json_string(b),
-                                   self->boot_timeout_ms - self->boot_timeout_ms / 10, s_gw_started, self);
-    json_object_put(b);
-    if (!self->gw_req) {
-        snprintf(err, errlen, "cannot make a request to the gateway");
-        return -1;
-    }
-    self->conn_path = xasprintf("%s/api/kernels", gateway_url(self->gw));
-    return 0;
-}
-
-/* The gateway answered the interrupt's POST (or it failed): the interrupt
- * went as far as it will. Failures are logged; their effect, or its
- * absence, is seen on the channels (cancel has its own bounds). */
-static void s_gw_interrupted(void *ud, long status, const char *body, size_t len, const char *err)
-{
-    kernel_t *self = ud;
-    self->gw_interrupt = NULL;
-    if (err)
-        log_warn("the gateway's interrupt of kernel %s: %s", self->remote_id, err);
-    else if (status < 200 || status > 299) {
-        char *e = gateway_http_error(NULL, "the gateway's interrupt of the kernel", status, body);
-        log_warn("%s", e);
-        free(e);
-    }
-    s_interrupt_done(self, "done by the gateway");
-}
-
-/* A restart the gateway refused or could not do ends the wait for the new
- * kernel at once, with the gateway's reason (not at --boot-timeout). */
-static void s_gw_restarted(void *ud, long status, const char *body, size_t len, const char *err)
-{
-    kernel_t *self = ud;
-    self->gw_restart = NULL;
-    if (self->state == KERNEL_DEAD || (!err && status >= 200 && status <= 299))
-        return;
-    char *what = xasprintf("POST /api/kernels/%s/restart", self->remote_id);
-    s_die(self, err ? xasprintf("%s: %s", what, err) : gateway_http_error(self->gw, what, status, body));
-    free(what);
-}
-
-/* POST /api/kernels/{id}/interrupt, tracked: the interrupt is pending
- * until the gateway answers. One at a time: while one is in flight, asking
- * again adds nothing (it has not landed yet either). */
-static int s_gw_interrupt(kernel_t *self)
-{
-    if (!self->remote_id)
-        return -1;
-    if (self->gw_interrupt)
-        return 0;
-    char *path = xasprintf("/api/kernels/%s/interrupt", self->remote_id);
-    self->gw_interrupt = gateway_request(self->gw, "POST", path, "{}", GW_INTERRUPT_TIMEOUT_MS, s_gw_interrupted, self);
-    free(path);
-    return self->gw_interrupt ? 0 : -1;
 }
 
 kernel_t *kernel_start(loop_t *loop, const kernel_opts_t *o, const kernel_events_t *ev, void *ud,
@@ -802,9 +557,8 @@ kernel_t *kernel_start(loop_t *loop, const kernel_opts_t *o, const kernel_events
     self->started_ms = loop_now_ms();
     if (o->gateway) {
         self->gw = o->gateway;
-        if (s_gw_start(self, o, err, errlen) < 0)
+        if (kernel_gw_start(self, o, err, errlen) < 0)
             goto fail;
-        self->gw_poll_timer = loop_timer(loop, GW_POLL_MS, s_gw_poll, self);
     } else if (o->existing) {
         self->conn_path = xstrdup(o->existing);
         if (connfile_read(o->existing, &self->ci, err, errlen) < 0)
@@ -813,7 +567,7 @@ kernel_t *kernel_start(loop_t *loop, const kernel_opts_t *o, const kernel_events
         self->conn = s_new_conn(self, err, errlen);
         if (!self->conn)
             goto fail;
-        s_connect(self);
+        kernel_chans_connect(self);
     } else {
         if (!o->spec) {
             snprintf(err, errlen, "no kernelspec to start the kernel from");
@@ -919,28 +673,8 @@ void kernel_destroy(kernel_t **self_p, int grace_ms)
         kernel_proc_stop(self->proc, grace_ms);
         kernel_proc_destroy(&self->proc);
     }
-    if (self->gw) {
-        gateway_cancel(self->gw, &self->gw_req);
-        gateway_cancel(self->gw, &self->gw_check);
-        gateway_cancel(self->gw, &self->gw_restart);
-        gateway_cancel(self->gw, &self->gw_interrupt);
-        if (self->remote_owned && self->remote_id) {
-            /* Blocking but bounded: a kernel left on the gateway costs its
-             * owner a pod until the culler finds it. 404: already gone. */
-            char *path = xasprintf("/api/kernels/%s", self->remote_id);
-            long status = 0;
-            char *body = NULL, err[512];
-            if (gateway_request_sync(self->gw, "DELETE", path, NULL, grace_ms > 0 ? 5000 : 2000, &status, &body, err,
-                                     sizeof err) < 0)
-                log_warn("cannot delete kernel %s on the gateway: %s", self->remote_id, err);
-            else if (status != 204 && status != 404)
-                log_warn("deleting kernel %s on the gateway: HTTP %ld", self->remote_id, status);
-            else
-                log_info("kernel %s deleted on the gateway", self->remote_id);
-            free(body);
-            free(path);
-        }
-    }
+    if (self->gw)
+        kernel_gw_close(self, grace_ms);
     if (self->owned_file && self->conn_path)
         unlink(self->conn_path);
     if (self->log_path && self->argv_template)
@@ -973,7 +707,7 @@ int kernel_interrupt(kernel_t *self)
     if (self->state == KERNEL_DEAD)
         return -1;
     if (self->gw)
-        return s_gw_interrupt(self);
+        return kernel_gw_interrupt(self);
     if (self->interrupt_message || !self->proc) {
         /* Pending until its interrupt_reply (the kernel signals itself,
          * then answers, from its control thread). A newer request replaces
@@ -1008,12 +742,7 @@ int kernel_restart_attached(kernel_t *self)
     if (self->proc || !self->conn || self->state == KERNEL_DEAD)
         return -1;
     if (self->gw) {
-        if (!self->remote_id || self->gw_restart)
-            return -1;
-        char *path = xasprintf("/api/kernels/%s/restart", self->remote_id);
-        self->gw_restart = gateway_request(self->gw, "POST", path, "{}", self->boot_timeout_ms, s_gw_restarted, self);
-        free(path);
-        if (!self->gw_restart)
+        if (kernel_gw_restart(self) < 0)
             return -1;
     } else if (kernel_send(self, KCHAN_CONTROL, "shutdown_request", jmsg_shutdown_request(true), NULL, NULL) < 0) {
         return -1;
@@ -1029,7 +758,7 @@ int kernel_restart_attached(kernel_t *self)
     self->busy = false;
     json_object_put(self->info);
     self->info = NULL;
-    s_connect(self);
+    kernel_chans_connect(self);
     self->chans_up = true; /* the ZMTP handshakes are done and survive the reconnect */
     loop_timer_cancel(self->loop, self->boot_timer);
     self->boot_timer = loop_timer(self->loop, self->boot_timeout_ms, s_boot_timeout, self);

@@ -1,4 +1,4 @@
-/* The `rat` manager's state file and names (bridge/cli/mgr_state.c,
+/* The `rat` manager's state file and names (bridge/rat/mgr_state.c,
  * mgr_names.c): a state.yaml the Go rat CLI wrote is read, and what rat-py
  * writes is, byte for byte, what the Go CLI writes for the same state
  * (fixtures/state_go.yaml is go-yaml v3.0.1's output for the Go CLI's

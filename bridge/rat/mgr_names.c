@@ -1,4 +1,7 @@
-/* mgr_names: runtime names and their resolution (see mgr_names.h). */
+/* mgr_names: runtime names and their resolution (see mgr_names.h).
+ * A circle with mgr_state, kept: one concept, the named runtimes of one
+ * state file. Names resolve against the state; the state accepts only
+ * entries whose name is valid (mgr_names_valid: names become file names). */
 #include "mgr_names.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
-/* mgr_state: the state file shared with the Go `rat` CLI (see mgr_state.h). */
+/* mgr_state: the state file shared with the Go `rat` CLI (see mgr_state.h).
+ * A circle with mgr_names, kept: one concept, the named runtimes of one
+ * state file; an entry is read only with a valid name (mgr_names_valid). */
 #include "mgr_state.h"
 
 #include <errno.h>

@@ -1,19 +1,12 @@
 /* doctor_clients: `rat-py doctor`'s lines about the terminal clients that
  * turn rat-py into the `py` command (mcptocli, and mcp2cli, its name
- * before; see install.h), and the report functions every doctor check
- * prints through. */
+ * before; see install.h). */
 #ifndef RAT_DOCTOR_CLIENTS_H
 #define RAT_DOCTOR_CLIENTS_H
 
 #include <json-c/json.h>
 
 #include "family.h"
-
-/* One line each: `✓ what` (passed), `✗ what` with `fix:` under it (failed:
- * doctor exits 1), `– what` (information). */
-void doctor_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void doctor_bad(const char *fix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void doctor_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* For each client: where its program is and its version (`CLIENT
  * version`), whether fam's command (`py`) is registered and for which

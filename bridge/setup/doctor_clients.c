@@ -1,5 +1,7 @@
-/* doctor_clients: doctor's checks of mcptocli and mcp2cli. */
+/* doctor_clients: doctor's checks of mcptocli and mcp2cli. One way, no
+ * circle: doctor.c calls these; they print through doctor_report. */
 #include "doctor_clients.h"
+#include "doctor_report.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,15 +5,17 @@
  * talks MCP to it over pipes: what it reports is what a client would get.
  * Checks, in order: the kernel choice (kernelspec or interpreter), the
  * interpreter and kernel package versions, the kernel's boot time, a run's
- * round trip, the assets dir, and the terminal clients (doctor_clients.h). */
+ * round trip, the assets dir, and the terminal clients (doctor_clients.h).
+ * One way, no circle: doctor calls doctor_clients; both print through
+ * doctor_report. */
 #include "doctor.h"
 #include "doctor_clients.h"
+#include "doctor_report.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,41 +47,6 @@ typedef struct {
     buf_t stderr_text;
     int next_id;
 } s_server_t;
-
-static int s_failures;
-
-void doctor_ok(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("✓ ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-}
-
-void doctor_bad(const char *fix, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("✗ ", stdout);
-    vprintf(fmt, ap);
-    if (fix)
-        printf("\n    fix: %s", fix);
-    fputc('\n', stdout);
-    va_end(ap);
-    s_failures++;
-}
-
-void doctor_info(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("– ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-}
 
 static int64_t s_now_ms(void)
 {
@@ -515,7 +482,7 @@ int doctor_main(int argc, char **argv, const char *self_argv0, const family_t *f
     char *self = install_self_path(self_argv0);
     if (!self)
         self = xstrdup(fam->prog);
-    s_failures = 0;
+    doctor_report_reset();
     /* A server that dies must not take doctor with it (a write to its
      * closed stdin would raise SIGPIPE). */
     signal(SIGPIPE, SIG_IGN);
@@ -617,5 +584,5 @@ done:
     json_object_put(tools);
     free(self);
     config_free(&cfg);
-    return s_failures ? 1 : 0;
+    return doctor_report_failures() ? 1 : 0;
 }
