@@ -252,12 +252,10 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
     char *file = assets_path(store, id, &mime);
     if (!file && (file = assets_output_path(store, id)) != NULL) /* a run's full output (truncated.full_output_url) */
         mime = "text/plain; charset=utf-8";
-    int fd = file ? open(file, O_RDONLY | O_CLOEXEC) : -1;
     struct stat st;
+    int fd = file ? fileio_open_regular(file, O_RDONLY, 0, &st) : -1; /* a FIFO there must not block the loop */
     free(file);
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0) {
         out->status = 404;
         out->content_type = "application/json";
         out->body = xstrdup("{\"error\":\"asset_not_found\"}");
@@ -299,12 +297,12 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
         size_t len = 0;
         cert = fileio_read(cfg->tls_cert, TLS_FILE_MAX, &len);
         if (!cert) {
-            s_fail(ctl, "--tls-cert %s: %s", cfg->tls_cert, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+            s_fail(ctl, "--tls-cert %s: %s", cfg->tls_cert, errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
             return 2;
         }
         key = fileio_read(cfg->tls_key, TLS_FILE_MAX, &len);
         if (!key) {
-            s_fail(ctl, "--tls-key %s: %s", cfg->tls_key, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+            s_fail(ctl, "--tls-key %s: %s", cfg->tls_key, errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
             free(cert);
             return 2;
         }

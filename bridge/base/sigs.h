@@ -3,7 +3,14 @@
  * SIGCHLD, SIGTERM, SIGINT and SIGHUP are blocked and read from a signalfd
  * in the loop; SIGPIPE is ignored (a closed stdout shows up as EPIPE). Must
  * be created before any thread (libzmq's included) so every thread inherits
- * the blocked mask and no signal is delivered behind the signalfd's back. */
+ * the blocked mask and no signal is delivered behind the signalfd's back.
+ *
+ * Until sigs_attach (while rat-py starts: reading its files, asking a
+ * venv's Python about ipykernel), a thread waits for SIGTERM, SIGINT or
+ * SIGHUP and ends the process with it, so a start-up that blocks never
+ * makes rat-py deaf to them; nothing needs cleaning up before the loop is
+ * attached (no kernel is started yet). From sigs_attach on they are the
+ * loop's: read from the signalfd, and rat-py shuts down cleanly. */
 #ifndef RAT_SIGS_H
 #define RAT_SIGS_H
 

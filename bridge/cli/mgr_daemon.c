@@ -119,9 +119,9 @@ static int s_open_log(const char *name, char **path_out, char *err, size_t errle
         rename(path, old);
         free(old);
     }
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = fileio_open_regular(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600, NULL);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot open %s: %s", path, fileio_strerror(errno));
         free(path);
         return -1;
     }

@@ -135,9 +135,10 @@ kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *o, char *err, size_t 
     if (o->log_path) {
         /* O_NOFOLLOW: a symlink planted at the log's name (the runtime dir may
          * be shared, e.g. Jupyter's) must not make us append to its target. */
-        logfd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        logfd = fileio_open_regular(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600, NULL);
         if (logfd < 0)
-            log_warn("cannot open kernel log %s: %s; kernel output is discarded", o->log_path, strerror(errno));
+            log_warn("cannot open kernel log %s: %s; kernel output is discarded", o->log_path,
+                     fileio_strerror(errno));
     }
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -407,7 +408,7 @@ char *kernel_proc_log_tail(const kernel_proc_t *self, size_t max)
 {
     if (!self->log_path)
         return NULL;
-    int fd = open(self->log_path, O_RDONLY | O_CLOEXEC);
+    int fd = fileio_open_regular(self->log_path, O_RDONLY, 0, NULL);
     if (fd < 0)
         return NULL;
     struct stat st;
