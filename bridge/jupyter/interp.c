@@ -21,14 +21,13 @@
 #include "buf.h"
 #include "fileio.h"
 #include "jpaths.h"
+#include "kernel_proc.h"
 #include "mem.h"
 
 #define QUERY_TIMEOUT_MS 10000   /* for one `python -c` asking about ipykernel */
 #define QUERY_MAX_OUT (64 * 1024)
 #define CACHE_MAX (64 * 1024)
 #define CACHE_MAGIC "rat-py venv cache 1"
-
-extern char **environ;
 
 void interp_free(interp_t *it)
 {
@@ -271,7 +270,9 @@ static int s_run_python(const char *python, const char *code, buf_t *out)
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, python, &fa, NULL, argv, environ);
+    char **env = kernel_proc_environ(); /* without rat-py's secrets */
+    int rc = posix_spawn(&pid, python, &fa, NULL, argv, env);
+    strv_free(env);
     posix_spawn_file_actions_destroy(&fa);
     close(pfd[1]);
     if (rc != 0) {
@@ -537,7 +538,9 @@ static bool s_can_import_ipykernel(const char *python)
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, python, &fa, NULL, argv, environ);
+    char **env = kernel_proc_environ(); /* without rat-py's secrets */
+    int rc = posix_spawn(&pid, python, &fa, NULL, argv, env);
+    strv_free(env);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         return false;

@@ -31,6 +31,20 @@ struct kernel_proc {
     char *log_path;   /* owned */
 };
 
+/* rat-py's secrets that may be in its environment: read once by rat-py
+ * (config.c, the C API), never passed on to a kernel or anything else it
+ * starts (they would show in /proc/PID/environ of every process the kernel
+ * spawns, and a `rat-py --http` started from the kernel would demand it). */
+static const char *const s_secrets[] = {"RAT_PY_TOKEN", NULL};
+
+static bool s_named(const char *entry, size_t nl, const char *const *names)
+{
+    for (size_t j = 0; names && names[j]; j++)
+        if (strlen(names[j]) == nl && strncmp(entry, names[j], nl) == 0)
+            return true;
+    return false;
+}
+
 static char **s_build_env(const kernel_proc_opts_t *o)
 {
     size_t n = 0, extra = 0;
@@ -43,9 +57,7 @@ static char **s_build_env(const kernel_proc_opts_t *o)
     for (size_t i = 0; i < n; i++) {
         const char *eq = strchr(environ[i], '=');
         size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-        bool skip = false;
-        for (size_t j = 0; o->env_drop && o->env_drop[j] && !skip; j++)
-            skip = strlen(o->env_drop[j]) == nl && strncmp(environ[i], o->env_drop[j], nl) == 0;
+        bool skip = s_named(environ[i], nl, s_secrets) || s_named(environ[i], nl, (const char *const *)o->env_drop);
         for (size_t j = 0; j < extra && !skip; j++) {
             const char *e2 = strchr(o->env_extra[j], '=');
             size_t nl2 = e2 ? (size_t)(e2 - o->env_extra[j]) : strlen(o->env_extra[j]);
@@ -58,6 +70,12 @@ static char **s_build_env(const kernel_proc_opts_t *o)
         env[k++] = xstrdup(o->env_extra[j]);
     env[k] = NULL;
     return env;
+}
+
+char **kernel_proc_environ(void)
+{
+    kernel_proc_opts_t none = {0};
+    return s_build_env(&none);
 }
 
 /* Everything after fork() in the child must be async-signal-safe: libzmq's
