@@ -111,6 +111,15 @@ static char *s_distrust_path(const char *path, bool sticky_ok)
         return xasprintf("%s cannot be examined (%s)", path, strerror(errno));
     char *real = fileio_realpath(path);
     why = s_distrust(real ? real : path, &st, sticky_ok);
+    if (!why && real && strrchr(real, '/') != real) {
+        /* whoever may write the target's directory may put another there */
+        *strrchr(real, '/') = '\0';
+        struct stat dst;
+        if (stat(real, &dst) < 0)
+            why = xasprintf("%s cannot be examined (%s)", real, strerror(errno));
+        else
+            why = s_distrust(real, &dst, true);
+    }
     free(real);
     return why;
 }
@@ -128,6 +137,52 @@ static char *s_distrust_venv(const char *env, const char *python)
     if (!why)
         why = s_distrust_path(python, false);
     free(bin);
+    return why;
+}
+
+char *interp_venv_distrust(const char *dir, const char *env)
+{
+    char *d = fileio_realpath(dir ? dir : ".");
+    char *holder = xstrdup(env);
+    char *slash = strrchr(holder, '/');
+    if (slash && slash != holder)
+        *slash = '\0';
+    else if (slash)
+        holder[1] = '\0';
+    char *up = fileio_realpath(holder);
+    free(holder);
+    char *why = NULL;
+    if (!d || !up) {
+        why = xasprintf("%s cannot be examined (%s)", d ? env : dir, strerror(errno));
+    } else {
+        /* dir and each parent up to the venv's directory; that one alone
+         * when it is not above dir */
+        size_t ul = strlen(up);
+        bool above = strncmp(d, up, ul) == 0 && (d[ul] == '/' || d[ul] == '\0' || ul == 1);
+        char *cur = above ? d : up;
+        while (!why) {
+            why = s_distrust_path(cur, true);
+            if (why || strcmp(cur, up) == 0)
+                break;
+            char *sl = strrchr(cur, '/');
+            if (!sl || !cur[1])
+                break;
+            if (sl == cur)
+                cur[1] = '\0';
+            else
+                *sl = '\0';
+        }
+        if (!why) {
+            char *py = s_env_python(env);
+            if (py)
+                why = s_distrust_venv(env, py);
+            else
+                why = s_distrust_path(env, false);
+            free(py);
+        }
+    }
+    free(d);
+    free(up);
     return why;
 }
 

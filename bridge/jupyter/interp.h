@@ -35,6 +35,10 @@ typedef struct {
  * an explicit --python/--venv cannot be used. */
 int interp_resolve(const char *cwd, const char *python, const char *venv, interp_t *out, char *err, size_t errlen);
 void interp_free(interp_t *it);
+/* The same test for a venv env found by searching up from dir by someone
+ * else (rat's `.venv` from the folder up to its project root): why it is
+ * not to be run (one phrase, caller frees), or NULL when it may. */
+char *interp_venv_distrust(const char *dir, const char *env);
 /* Whether a venv/prefix directory has ipykernel installed. */
 bool interp_env_has_ipykernel(const char *prefix);
 /* A Python on this machine that can import ipykernel (python3 on PATH,

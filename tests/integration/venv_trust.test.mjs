@@ -6,12 +6,12 @@
 // which flag chooses it anyway.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync, existsSync, rmSync, mkdtempSync, realpathSync, chmodSync, chownSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync, rmSync, mkdtempSync, realpathSync, chmodSync, chownSync, readdirSync, statSync, symlinkSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { connect, run, ctl } from './lib.mjs';
+import { RAT, ratCommand, connect, run, ctl, checkSanitizers } from './lib.mjs';
 
 const ROOT = process.getuid() === 0;
 const NOBODY = ROOT ? Number(spawnSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).stdout.trim()) : -1;
@@ -129,6 +129,33 @@ test('a .venv that is yours (or root\'s) and writable by no one else is still us
     } finally {
       await h.close();
     }
+  } finally {
+    t.done();
+  }
+});
+
+test('rat: a .venv found up to the project root is passed to the runtime only when it passes the same test', async () => {
+  const t = plant();
+  try {
+    mkdirSync(path.join(t.top, '.git')); // the project root is top: rat looks for a venv from proj up to it
+    const bin = path.join(t.top, 'rat');
+    symlinkSync(RAT, bin);
+    const env = { ...process.env, ...t.env, XDG_CONFIG_HOME: path.join(t.top, 'cfg') };
+    const resolve = () => {
+      const { command, args } = ratCommand(['resolve', 'py', '--json'], bin);
+      return spawnSync(command, args, { cwd: t.proj, env, encoding: 'utf8' });
+    };
+    let r = resolve();
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).venv, t.venv);
+    checkSanitizers(r.stderr, 'rat');
+    assert.ok(!r.stderr.includes('not used'), r.stderr);
+    chmodSync(t.venv, 0o777);
+    r = resolve();
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).venv, undefined);
+    assert.ok(r.stderr.includes(`rat: the venv ${t.venv} was found but not used: ${t.venv} is writable by others (mode 0777); to use it anyway: rat add NAME --venv ${t.venv}`), r.stderr);
+    assert.equal(existsSync(t.marker), false);
   } finally {
     t.done();
   }
