@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
@@ -75,6 +76,22 @@ static char *s_env_python(const char *venv)
 
 /* ------------------------------------------------------------ trust */
 
+/* Whether gid is the user's private group (a user-private-group system's
+ * default, where files are group-writable under umask 002): our primary
+ * group, named as we are, with no other members listed. */
+static bool s_private_group(gid_t gid)
+{
+    if (gid != getegid())
+        return false;
+    struct passwd *pw = getpwuid(geteuid());
+    char *name = pw && pw->pw_name ? xstrdup(pw->pw_name) : NULL; /* getgrgid may reuse pw's buffer */
+    struct group *gr = getgrgid(gid);
+    bool own = name && gr && gr->gr_name && strcmp(gr->gr_name, name) == 0 && (!gr->gr_mem || !gr->gr_mem[0] ||
+                                                                               (strcmp(gr->gr_mem[0], name) == 0 && !gr->gr_mem[1]));
+    free(name);
+    return own;
+}
+
 /* Why st (of path) cannot be trusted as part of a venv found by discovery,
  * or NULL: it belongs to neither us nor root, or group or others may write
  * it. sticky_ok: a directory with the sticky bit (/tmp) passes the second
@@ -91,6 +108,8 @@ static char *s_distrust(const char *path, const struct stat *st, bool sticky_ok)
     }
     if (S_ISLNK(st->st_mode) || !(st->st_mode & (S_IWGRP | S_IWOTH)))
         return NULL;
+    if (!(st->st_mode & S_IWOTH) && s_private_group(st->st_gid))
+        return NULL; /* group-writable, but the group is ours alone (umask 002 systems) */
     if (sticky_ok && S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))
         return NULL;
     return xasprintf("%s is writable by %s (mode %04o)", path, st->st_mode & S_IWOTH ? "others" : "its group",
