@@ -32,6 +32,13 @@ struct sigs {
     int guard_stop[2];     /* a pipe: readable when the guard is to end */
 };
 
+static bool s_guard_wanted; /* sigs_end_process_until_attached: set once, before any thread */
+
+void sigs_end_process_until_attached(void)
+{
+    s_guard_wanted = true;
+}
+
 /* The guard: waits for a termination signal or the word to stop. A signal
  * taken ends the process the way the signal would have had it not been
  * blocked (the shell sees "terminated by SIGTERM"); nothing needs cleaning
@@ -119,7 +126,8 @@ sigs_t *sigs_new(void)
         free(self);
         return NULL;
     }
-    s_guard_start(self); /* after the mask: the thread inherits it */
+    if (s_guard_wanted)
+        s_guard_start(self); /* after the mask: the thread inherits it */
     return self;
 }
 
