@@ -297,12 +297,14 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
         size_t len = 0;
         cert = fileio_read(cfg->tls_cert, TLS_FILE_MAX, &len);
         if (!cert) {
-            s_fail(ctl, "--tls-cert %s: %s", cfg->tls_cert, errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
+            s_fail(ctl, "--tls-cert %s: %s", cfg->tls_cert,
+                   errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
             return 2;
         }
         key = fileio_read(cfg->tls_key, TLS_FILE_MAX, &len);
         if (!key) {
-            s_fail(ctl, "--tls-key %s: %s", cfg->tls_key, errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
+            s_fail(ctl, "--tls-key %s: %s", cfg->tls_key,
+                   errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
             free(cert);
             return 2;
         }

@@ -242,7 +242,8 @@ char *mgr_names_find_venv(const char *dir)
              * passes the venv as --venv, which rat-py would not question. */
             char *why = interp_venv_distrust(dir, found);
             if (why) {
-                fprintf(stderr, "rat: the venv %s was found but not used: %s; to use it anyway: rat add NAME --venv %s\n",
+                fprintf(stderr,
+                        "rat: the venv %s was found but not used: %s; to use it anyway: rat add NAME --venv %s\n",
                         found, why, found);
                 free(why);
                 FREE_AND_NULL(found);

@@ -4,8 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
@@ -86,8 +86,8 @@ static bool s_private_group(gid_t gid)
     struct passwd *pw = getpwuid(geteuid());
     char *name = pw && pw->pw_name ? xstrdup(pw->pw_name) : NULL; /* getgrgid may reuse pw's buffer */
     struct group *gr = getgrgid(gid);
-    bool own = name && gr && gr->gr_name && strcmp(gr->gr_name, name) == 0 && (!gr->gr_mem || !gr->gr_mem[0] ||
-                                                                               (strcmp(gr->gr_mem[0], name) == 0 && !gr->gr_mem[1]));
+    bool alone = gr && (!gr->gr_mem || !gr->gr_mem[0] || (name && !strcmp(gr->gr_mem[0], name) && !gr->gr_mem[1]));
+    bool own = name && gr && gr->gr_name && strcmp(gr->gr_name, name) == 0 && alone;
     free(name);
     return own;
 }

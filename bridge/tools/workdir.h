@@ -48,9 +48,9 @@ typedef enum {
 /* How a kernel is started in dir (absolute, existing): fills *python (the
  * interpreter for rat-py's kernelspec, runtime_place_t; NULL: the named
  * kernelspec), *interpreter, *env_note and *warning (a venv found there and
- * refused, interp.h; each may be NULL), all owned by the caller afterwards. Returns 0, or -1 with err: then the kernel does not
- * move there. Called on the loop; may start a Python once to ask about a
- * venv (interp.h). */
+ * refused, interp.h; each may be NULL), all owned by the caller afterwards.
+ * Returns 0, or -1 with err: then the kernel does not move there. Called on
+ * the loop; may start a Python once to ask about a venv (interp.h). */
 typedef int (workdir_kernel_fn)(void *ud, const char *dir, char **python, char **interpreter, char **env_note,
                                 char **warning, char *err, size_t errlen);
 
