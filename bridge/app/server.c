@@ -126,20 +126,23 @@ static char *s_runtime_dir(bool *is_temp, const server_ctl_t *ctl)
 /* How the default (Python) kernel starts when it works in dir: the
  * interpreter of --python, --venv, $VIRTUAL_ENV or a venv found there
  * (interp.h), else the python3 kernelspec (*python_out NULL), else any
- * Python with ipykernel. An interpreter runs a stock ipykernel through
+ * Python with ipykernel. *warn_out: a venv found there and not trusted
+ * (interp_t.refused), for the next result, or NULL. An interpreter runs a stock ipykernel through
  * rat-py's kernelspec (kernelspec/kernel.json, or the copy in
  * --kernelspec-dir, which always wants one) as its {python}. Fills the
  * owned out parameters. Returns 0, or an exit status with err filled. */
 static int s_python_kernel(const rat_options_t *cfg, const char *dir, char **python_out, char **interp_out,
-                           char **note_out, char *err, size_t errlen)
+                           char **note_out, char **warn_out, char *err, size_t errlen)
 {
     interp_t it = {0};
     *python_out = NULL;
-    *interp_out = *note_out = NULL;
+    *interp_out = *note_out = *warn_out = NULL;
     if (interp_resolve(dir, cfg->python, cfg->venv, &it, err, errlen) < 0)
         return 2;
     *note_out = it.note;
     it.note = NULL;
+    *warn_out = it.refused;
+    it.refused = NULL;
     char *python = it.python;
     it.python = NULL;
     interp_free(&it);
@@ -157,6 +160,7 @@ static int s_python_kernel(const rat_options_t *cfg, const char *dir, char **pyt
                               "python3-ipykernel; pip: pip install ipykernel)",
                  cfg->kernelspec_dir ? "" : "python3 kernelspec and no ");
         FREE_AND_NULL(*note_out);
+        FREE_AND_NULL(*warn_out);
         return 1;
     }
     *python_out = python;
@@ -165,19 +169,21 @@ static int s_python_kernel(const rat_options_t *cfg, const char *dir, char **pyt
 }
 
 /* workdir_kernel_fn: how the kernel starts in dir (a client's root). */
-static int s_kernel_in(void *ud, const char *dir, char **python, char **interp, char **note, char *err, size_t errlen)
+static int s_kernel_in(void *ud, const char *dir, char **python, char **interp, char **note, char **warning,
+                       char *err, size_t errlen)
 {
     const rat_options_t *cfg = ud;
     if (cfg->kernel) { /* a kernelspec: the same in every directory */
-        *python = *interp = *note = NULL;
+        *python = *interp = *note = *warning = NULL;
         return 0;
     }
-    return s_python_kernel(cfg, dir, python, interp, note, err, errlen) ? -1 : 0;
+    return s_python_kernel(cfg, dir, python, interp, note, warning, err, errlen) ? -1 : 0;
 }
 
 /* Works out how to start the kernel. Fills ro (pointing into the owned
  * strings returned through the out parameters). Returns 0, or an exit status. */
 static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_opts_t *ro, char **interp, char **note,
+                           char **warning,
                            char **python_out, char **existing_out, const server_ctl_t *ctl)
 {
     char err[2048];
@@ -204,7 +210,7 @@ static int s_choose_kernel(const rat_options_t *cfg, const char *cwd, runtime_op
         ro->kernel_name = cfg->kernel;
         return 0;
     }
-    int status = s_python_kernel(cfg, cwd, python_out, interp, note, err, sizeof err);
+    int status = s_python_kernel(cfg, cwd, python_out, interp, note, warning, err, sizeof err);
     if (status) {
         s_fail(ctl, "%s", err);
         return status;
@@ -246,12 +252,10 @@ static void s_route_assets(void *ud, const char *path, http_reply_t *out)
     char *file = assets_path(store, id, &mime);
     if (!file && (file = assets_output_path(store, id)) != NULL) /* a run's full output (truncated.full_output_url) */
         mime = "text/plain; charset=utf-8";
-    int fd = file ? open(file, O_RDONLY | O_CLOEXEC) : -1;
     struct stat st;
+    int fd = file ? fileio_open_regular(file, O_RDONLY, 0, &st) : -1; /* a FIFO there must not block the loop */
     free(file);
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0) {
         out->status = 404;
         out->content_type = "application/json";
         out->body = xstrdup("{\"error\":\"asset_not_found\"}");
@@ -293,12 +297,14 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
         size_t len = 0;
         cert = fileio_read(cfg->tls_cert, TLS_FILE_MAX, &len);
         if (!cert) {
-            s_fail(ctl, "--tls-cert %s: %s", cfg->tls_cert, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+            s_fail(ctl, "--tls-cert %s: %s", cfg->tls_cert,
+                   errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
             return 2;
         }
         key = fileio_read(cfg->tls_key, TLS_FILE_MAX, &len);
         if (!key) {
-            s_fail(ctl, "--tls-key %s: %s", cfg->tls_key, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+            s_fail(ctl, "--tls-key %s: %s", cfg->tls_key,
+                   errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
             free(cert);
             return 2;
         }
@@ -384,7 +390,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     char *cwd = fileio_realpath(cfg->cwd ? cfg->cwd : ".");
     char *assets = NULL, *rtdir = NULL, *existing = NULL;
     bool rtdir_temp = false;
-    char *python = NULL, *interp = NULL, *env_note = NULL;
+    char *python = NULL, *interp = NULL, *env_note = NULL, *env_warning = NULL;
     workdir_t *workdir = NULL;
     loop_t *loop = NULL;
     mcp_server_t *mcp = NULL;
@@ -417,7 +423,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         .allow_restart = cfg->allow_restart,
         .spare = cfg->spare,
     };
-    status = s_choose_kernel(cfg, cwd, &ro, &interp, &env_note, &python, &existing, ctl);
+    status = s_choose_kernel(cfg, cwd, &ro, &interp, &env_note, &env_warning, &python, &existing, ctl);
     if (status)
         goto out;
 
@@ -447,6 +453,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         .assets_option = cfg->assets_dir,
         .kernel = s_kernel_in,
         .kernel_ud = (void *)cfg,
+        .env_warning = env_warning,
     };
     workdir = workdir_new(loop, mcp, app.rt, store, &wo);
     ctx = (tools_ctx_t){.loop = loop, .rt = app.rt, .assets = store, .started_ms = app.started_ms, .workdir = workdir};
@@ -489,6 +496,7 @@ out:
     free(python);
     free(interp);
     free(env_note);
+    free(env_warning);
     free(existing);
     assets_destroy(&store);
     if (rtdir_temp && rmdir(rtdir) < 0) /* empty by now: the kernel's files are gone */

@@ -12,24 +12,52 @@
 
 #include "mem.h"
 
-char *fileio_read(const char *path, size_t max, size_t *len)
+int fileio_open_regular(const char *path, int flags, int mode, struct stat *st_out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading waits for a writer (and for
+     * writing, for a reader) forever; with it the open returns at once
+     * (ENXIO for a FIFO opened to write with no reader), and the file's
+     * type is checked before anything waits on it. O_NOCTTY: a terminal
+     * named here never becomes ours. */
+    int fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, (mode_t)mode);
     if (fd < 0)
-        return NULL;
+        return -1;
     struct stat st;
     if (fstat(fd, &st) < 0) {
         /* st says nothing after a failure: fstat's own error is the answer. */
         int e = errno;
         close(fd);
         errno = e;
-        return NULL;
+        return -1;
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         errno = EINVAL;
-        return NULL;
+        return -1;
     }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (st_out)
+        *st_out = st;
+    return fd;
+}
+
+const char *fileio_strerror(int e)
+{
+    return e == EINVAL ? "not a regular file" : strerror(e);
+}
+
+char *fileio_read(const char *path, size_t max, size_t *len)
+{
+    struct stat st;
+    int fd = fileio_open_regular(path, O_RDONLY, 0, &st);
+    if (fd < 0)
+        return NULL;
     if ((size_t)st.st_size > max) {
         close(fd);
         errno = EFBIG;

@@ -5,9 +5,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Reads a whole regular file of at most max bytes. Returns a NUL-terminated
- * copy (caller owns it) and its length in *len, or NULL with errno set
- * (EFBIG when the file is larger than max). */
+struct stat;
+
+/* Opens path (flags as open(2), plus O_CLOEXEC and O_NOCTTY) only when it
+ * is a regular file: the type is checked on the open descriptor before
+ * anything can block, so a FIFO, a device or a socket named where a file
+ * is expected is refused at once (EINVAL; fileio_strerror says "not a
+ * regular file") instead of hanging the caller. The descriptor is left
+ * blocking, as open(2) gives it. Fills *st_out when not NULL. Returns the
+ * descriptor or -1 with errno set. Every file rat-py and rat read or append
+ * to by name (configs, state, TLS files, tokens, connection files,
+ * kernelspecs, logs, assets) is opened through here. */
+int fileio_open_regular(const char *path, int flags, int mode, struct stat *st_out);
+/* strerror(e), except EINVAL from the functions here: "not a regular file". */
+const char *fileio_strerror(int e);
+/* Reads a whole regular file of at most max bytes (fileio_open_regular).
+ * Returns a NUL-terminated copy (caller owns it) and its length in *len, or
+ * NULL with errno set (EFBIG when the file is larger than max, EINVAL when
+ * it is not a regular file). */
 char *fileio_read(const char *path, size_t max, size_t *len);
 /* Writes data to path atomically with the given mode: a temporary file with
  * an unpredictable name in the same directory, created exclusively (never

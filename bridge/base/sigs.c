@@ -3,7 +3,11 @@
 #include "sigs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -20,7 +24,87 @@ struct sigs {
     int watch;
     sigs_fn *fn;
     void *ud;
+    /* Until sigs_attach: the guard thread, which ends the process on a
+     * termination signal (sigs.h). */
+    bool guarding;
+    pthread_t guard;
+    int guard_fd;          /* a signalfd of SIGTERM, SIGINT and SIGHUP */
+    int guard_stop[2];     /* a pipe: readable when the guard is to end */
 };
+
+static bool s_guard_wanted; /* sigs_end_process_until_attached: set once, before any thread */
+
+void sigs_end_process_until_attached(void)
+{
+    s_guard_wanted = true;
+}
+
+/* The guard: waits for a termination signal or the word to stop. A signal
+ * taken ends the process the way the signal would have had it not been
+ * blocked (the shell sees "terminated by SIGTERM"); nothing needs cleaning
+ * up yet, since no kernel is started before the loop is attached. When both
+ * come at once the stop wins and the signal stays pending for the loop. */
+static void *s_guard(void *ud)
+{
+    sigs_t *self = ud;
+    struct pollfd p[2] = {{self->guard_stop[0], POLLIN, 0}, {self->guard_fd, POLLIN, 0}};
+    for (;;) {
+        int r = poll(p, 2, -1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || p[0].revents)
+            return NULL;
+        struct signalfd_siginfo si;
+        if (!(p[1].revents & POLLIN) || read(self->guard_fd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        int signo = (int)si.ssi_signo;
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, signo);
+        signal(signo, SIG_DFL);
+        pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+        raise(signo); /* to this thread, which no longer blocks it: the default action ends the process */
+        _exit(128 + signo);
+    }
+}
+
+static void s_guard_stop(sigs_t *self)
+{
+    if (!self->guarding)
+        return;
+    self->guarding = false;
+    char c = 0;
+    while (write(self->guard_stop[1], &c, 1) < 0 && errno == EINTR)
+        ;
+    pthread_join(self->guard, NULL);
+    close(self->guard_stop[0]);
+    close(self->guard_stop[1]);
+    close(self->guard_fd);
+}
+
+/* Starts the guard; on failure the signals simply wait for the loop. */
+static void s_guard_start(sigs_t *self)
+{
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGINT);
+    sigaddset(&term, SIGHUP);
+    self->guard_fd = signalfd(-1, &term, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (self->guard_fd < 0)
+        return;
+    if (pipe2(self->guard_stop, O_CLOEXEC) < 0) {
+        close(self->guard_fd);
+        return;
+    }
+    if (pthread_create(&self->guard, NULL, s_guard, self) != 0) {
+        close(self->guard_fd);
+        close(self->guard_stop[0]);
+        close(self->guard_stop[1]);
+        return;
+    }
+    self->guarding = true;
+}
 
 sigs_t *sigs_new(void)
 {
@@ -42,6 +126,8 @@ sigs_t *sigs_new(void)
         free(self);
         return NULL;
     }
+    if (s_guard_wanted)
+        s_guard_start(self); /* after the mask: the thread inherits it */
     return self;
 }
 
@@ -60,6 +146,7 @@ static void s_readable(loop_t *loop, void *ud, int revents)
 
 void sigs_attach(sigs_t *self, loop_t *loop, sigs_fn *fn, void *ud)
 {
+    s_guard_stop(self);
     self->loop = loop;
     self->fn = fn;
     self->ud = ud;
@@ -71,6 +158,7 @@ void sigs_destroy(sigs_t **self_p)
     if (!self_p || !*self_p)
         return;
     sigs_t *self = *self_p;
+    s_guard_stop(self);
     if (self->loop)
         loop_unwatch(self->loop, self->watch);
     close(self->fd);

@@ -150,7 +150,7 @@ char *config_read_secret(const char *option, const char *path, char *err, size_t
     char *text = fileio_read(path, SECRET_FILE_MAX, &len);
     if (!text) {
         snprintf(err, errlen, "%s %s: %s", option, path,
-                 errno == EFBIG ? "longer than 4096 bytes: not a token file" : strerror(errno));
+                 errno == EFBIG ? "longer than 4096 bytes: not a token file" : fileio_strerror(errno));
         return NULL;
     }
     char *s = text;

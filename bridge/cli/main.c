@@ -16,6 +16,7 @@
 #include "mem.h"
 #include "mgr.h"
 #include "rat/rat.h"
+#include "sigs.h"
 
 static int s_list_kernels(void)
 {
@@ -138,6 +139,7 @@ static int s_main(config_t *cfg, const family_t *fam)
     /* The server itself is the library's (include/rat/rat.h); the options
      * were checked by config_parse with the library's own check. */
     char err[1024];
+    sigs_end_process_until_attached(); /* this process is rat-py's: SIGTERM during start-up ends it */
     rat_server_t *srv = rat_server_new(o, err, sizeof err);
     free(family_kernel_name);
     if (!srv) {

@@ -95,7 +95,7 @@ int connfile_read(const char *path, connfile_t *c, char *err, size_t errlen)
     char *text = fileio_read(path, 1u << 20, &len);
     if (!text) {
         snprintf(err, errlen, "cannot read connection file %s: %s", path,
-                 errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+                 errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
         return -1;
     }
     json_tokener *tok = json_tokener_new_ex(16);

@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 #include "buf.h"
 #include "fileio.h"
 #include "jpaths.h"
+#include "kernel_proc.h"
 #include "mem.h"
 
 #define QUERY_TIMEOUT_MS 10000   /* for one `python -c` asking about ipykernel */
@@ -27,13 +30,12 @@
 #define CACHE_MAX (64 * 1024)
 #define CACHE_MAGIC "rat-py venv cache 1"
 
-extern char **environ;
-
 void interp_free(interp_t *it)
 {
     free(it->python);
     free(it->venv);
     free(it->note);
+    free(it->refused);
     memset(it, 0, sizeof *it);
 }
 
@@ -72,46 +74,225 @@ static char *s_env_python(const char *venv)
     return NULL;
 }
 
-/* ./.venv in dir or its parents, else ./venv in dir itself when it is a
- * venv (pyvenv.cfg): a directory named venv higher up (~/venv) may be
- * anyone's, a .venv is by convention the project's. */
-static char *s_find_dotvenv(const char *dir)
+/* ------------------------------------------------------------ trust */
+
+/* Whether gid is the user's private group (a user-private-group system's
+ * default, where files are group-writable under umask 002): our primary
+ * group, named as we are, with no other members listed. */
+static bool s_private_group(gid_t gid)
+{
+    if (gid != getegid())
+        return false;
+    struct passwd *pw = getpwuid(geteuid());
+    char *name = pw && pw->pw_name ? xstrdup(pw->pw_name) : NULL; /* getgrgid may reuse pw's buffer */
+    struct group *gr = getgrgid(gid);
+    bool alone = gr && (!gr->gr_mem || !gr->gr_mem[0] || (name && !strcmp(gr->gr_mem[0], name) && !gr->gr_mem[1]));
+    bool own = name && gr && gr->gr_name && strcmp(gr->gr_name, name) == 0 && alone;
+    free(name);
+    return own;
+}
+
+/* Why st (of path) cannot be trusted as part of a venv found by discovery,
+ * or NULL: it belongs to neither us nor root, or group or others may write
+ * it. sticky_ok: a directory with the sticky bit (/tmp) passes the second
+ * test, since there only an entry's owner may rename or remove it and the
+ * entries that matter are checked themselves. A symlink's own mode means
+ * nothing; its owner does. */
+static char *s_distrust(const char *path, const struct stat *st, bool sticky_ok)
+{
+    if (st->st_uid != geteuid() && st->st_uid != 0) {
+        struct passwd *pw = getpwuid(st->st_uid);
+        return pw && pw->pw_name ? xasprintf("%s belongs to %s (uid %u), not to you or root", path, pw->pw_name,
+                                             (unsigned)st->st_uid)
+                                 : xasprintf("%s belongs to uid %u, not to you or root", path, (unsigned)st->st_uid);
+    }
+    if (S_ISLNK(st->st_mode) || !(st->st_mode & (S_IWGRP | S_IWOTH)))
+        return NULL;
+    if (!(st->st_mode & S_IWOTH) && s_private_group(st->st_gid))
+        return NULL; /* group-writable, but the group is ours alone (umask 002 systems) */
+    if (sticky_ok && S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))
+        return NULL;
+    return xasprintf("%s is writable by %s (mode %04o)", path, st->st_mode & S_IWOTH ? "others" : "its group",
+                     (unsigned)(st->st_mode & 07777));
+}
+
+/* s_distrust of path itself (lstat: a symlink's owner) and, for a symlink,
+ * of what it leads to (stat). NULL when both pass. */
+static char *s_distrust_path(const char *path, bool sticky_ok)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return xasprintf("%s cannot be examined (%s)", path, strerror(errno));
+    char *why = s_distrust(path, &st, sticky_ok);
+    if (why || !S_ISLNK(st.st_mode))
+        return why;
+    if (stat(path, &st) < 0)
+        return xasprintf("%s cannot be examined (%s)", path, strerror(errno));
+    char *real = fileio_realpath(path);
+    why = s_distrust(real ? real : path, &st, sticky_ok);
+    if (!why && real && strrchr(real, '/') != real) {
+        /* whoever may write the target's directory may put another there */
+        *strrchr(real, '/') = '\0';
+        struct stat dst;
+        if (stat(real, &dst) < 0)
+            why = xasprintf("%s cannot be examined (%s)", real, strerror(errno));
+        else
+            why = s_distrust(real, &dst, true);
+    }
+    free(real);
+    return why;
+}
+
+/* Why the venv env, found by discovery, is not to be run, or NULL: the
+ * environment directory, its bin, and its interpreter (the link and the
+ * file it leads to) must each be ours or root's and not writable by group
+ * or others. */
+static char *s_distrust_venv(const char *env, const char *python)
+{
+    char *bin = xasprintf("%s/bin", env);
+    char *why = s_distrust_path(env, false);
+    if (!why)
+        why = s_distrust_path(bin, false);
+    if (!why)
+        why = s_distrust_path(python, false);
+    free(bin);
+    return why;
+}
+
+char *interp_venv_distrust(const char *dir, const char *env)
 {
     char *d = fileio_realpath(dir ? dir : ".");
-    if (d) {
+    char *holder = xstrdup(env);
+    char *slash = strrchr(holder, '/');
+    if (slash && slash != holder)
+        *slash = '\0';
+    else if (slash)
+        holder[1] = '\0';
+    char *up = fileio_realpath(holder);
+    free(holder);
+    char *why = NULL;
+    if (!d || !up) {
+        why = xasprintf("%s cannot be examined (%s)", d ? env : dir, strerror(errno));
+    } else {
+        /* dir and each parent up to the venv's directory; that one alone
+         * when it is not above dir */
+        size_t ul = strlen(up);
+        bool above = strncmp(d, up, ul) == 0 && (d[ul] == '/' || d[ul] == '\0' || ul == 1);
+        char *cur = above ? d : up;
+        while (!why) {
+            why = s_distrust_path(cur, true);
+            if (why || strcmp(cur, up) == 0)
+                break;
+            char *sl = strrchr(cur, '/');
+            if (!sl || !cur[1])
+                break;
+            if (sl == cur)
+                cur[1] = '\0';
+            else
+                *sl = '\0';
+        }
+        if (!why) {
+            char *py = s_env_python(env);
+            if (py)
+                why = s_distrust_venv(env, py);
+            else
+                why = s_distrust_path(env, false);
+            free(py);
+        }
+    }
+    free(d);
+    free(up);
+    return why;
+}
+
+/* A venv found by discovery: ./.venv in dir or its parents, else ./venv in
+ * dir itself when it is a venv (pyvenv.cfg): a directory named venv higher
+ * up (~/venv) may be anyone's, a .venv is by convention the project's.
+ *
+ * It is trusted the way git trusts a repository found in a parent
+ * (safe.directory, CVE-2022-24765): the venv and every directory from dir
+ * up to the one holding it must belong to us or root and be writable by
+ * no one else (s_distrust). The walk stops after the home directory and
+ * before a parent on another file system. Returns the venv (owned) or
+ * NULL; a venv found but not trusted is returned NULL with *refused set
+ * to its path and *why to the reason (both owned). */
+static char *s_find_venv(const char *dir, char **refused, char **why)
+{
+    *refused = *why = NULL;
+    char *d = fileio_realpath(dir ? dir : ".");
+    if (!d)
+        return NULL;
+    struct stat st0;
+    if (stat(d, &st0) < 0) {
+        free(d);
+        return NULL;
+    }
+    char *home = fileio_realpath(jpaths_home());
+    char *way = NULL; /* the first directory on the way that is not trusted */
+    char *found = NULL;
+    {
         char *dot = xasprintf("%s/.venv", d), *plain = xasprintf("%s/venv", d), *cfg = xasprintf("%s/venv/pyvenv.cfg", d);
         char *py = fileio_is_dir(dot) ? NULL : s_env_python(plain);
-        bool found = py && fileio_is_file(cfg);
+        if (py && fileio_is_file(cfg)) {
+            way = s_distrust_path(d, true);
+            char *bad = way ? way : s_distrust_venv(plain, py);
+            way = NULL;
+            if (bad) {
+                *refused = plain;
+                *why = bad;
+                plain = NULL;
+            } else {
+                found = plain;
+                plain = NULL;
+            }
+        }
         free(py);
         free(dot);
         free(cfg);
-        if (found) {
-            free(d);
-            return plain;
-        }
         free(plain);
+        if (found || *refused) {
+            free(home);
+            free(d);
+            return found;
+        }
     }
     while (d) {
+        if (!way)
+            way = s_distrust_path(d, true);
         char *cand = xasprintf("%s/.venv", d);
         char *py = s_env_python(cand);
         if (py) {
+            char *bad = way ? way : s_distrust_venv(cand, py);
+            way = NULL;
             free(py);
-            free(d);
-            return cand;
-        }
-        free(cand);
-        char *slash = strrchr(d, '/');
-        if (!slash || slash == d) {
-            if (slash == d && d[1]) {
-                d[1] = '\0';
-                continue;
+            if (bad) {
+                *refused = cand;
+                *why = bad;
+                cand = NULL;
+            } else {
+                found = cand;
+                cand = NULL;
             }
             break;
         }
-        *slash = '\0';
+        free(cand);
+        if (home && strcmp(d, home) == 0)
+            break; /* above home is not the project's */
+        char *slash = strrchr(d, '/');
+        if (!slash || !d[1])
+            break; /* at / */
+        if (slash == d)
+            d[1] = '\0';
+        else
+            *slash = '\0';
+        struct stat st;
+        if (stat(d, &st) < 0 || st.st_dev != st0.st_dev)
+            break; /* another file system: git's GIT_DISCOVERY_ACROSS_FILESYSTEM default */
     }
+    free(way);
+    free(home);
     free(d);
-    return NULL;
+    return found;
 }
 
 /* ------------------------------------------------------------ system site-packages */
@@ -163,7 +344,9 @@ static int s_run_python(const char *python, const char *code, buf_t *out)
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, python, &fa, NULL, argv, environ);
+    char **env = kernel_proc_environ(); /* without rat-py's secrets */
+    int rc = posix_spawn(&pid, python, &fa, NULL, argv, env);
+    strv_free(env);
     posix_spawn_file_actions_destroy(&fa);
     close(pfd[1]);
     if (rc != 0) {
@@ -377,8 +560,17 @@ int interp_resolve(const char *cwd, const char *python, const char *venv, interp
         env = xstrdup(getenv("VIRTUAL_ENV"));
         source = "VIRTUAL_ENV";
     } else {
-        env = s_find_dotvenv(cwd);
+        char *refused = NULL, *why = NULL;
+        env = s_find_venv(cwd, &refused, &why);
         source = env && strcmp(strrchr(env, '/'), "/venv") == 0 ? "venv" : ".venv";
+        if (refused) {
+            out->refused = xasprintf("the venv %s was found but not used: %s; to use it anyway, start rat-py with "
+                                     "--venv %s",
+                                     refused, why, refused);
+            out->note = xstrdup(out->refused);
+            free(refused);
+            free(why);
+        }
     }
     if (!env)
         return 0;
@@ -420,7 +612,9 @@ static bool s_can_import_ipykernel(const char *python)
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, python, &fa, NULL, argv, environ);
+    char **env = kernel_proc_environ(); /* without rat-py's secrets */
+    int rc = posix_spawn(&pid, python, &fa, NULL, argv, env);
+    strv_free(env);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         return false;

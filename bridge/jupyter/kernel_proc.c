@@ -31,6 +31,20 @@ struct kernel_proc {
     char *log_path;   /* owned */
 };
 
+/* rat-py's secrets that may be in its environment: read once by rat-py
+ * (config.c, the C API), never passed on to a kernel or anything else it
+ * starts (they would show in /proc/PID/environ of every process the kernel
+ * spawns, and a `rat-py --http` started from the kernel would demand it). */
+static const char *const s_secrets[] = {"RAT_PY_TOKEN", NULL};
+
+static bool s_named(const char *entry, size_t nl, const char *const *names)
+{
+    for (size_t j = 0; names && names[j]; j++)
+        if (strlen(names[j]) == nl && strncmp(entry, names[j], nl) == 0)
+            return true;
+    return false;
+}
+
 static char **s_build_env(const kernel_proc_opts_t *o)
 {
     size_t n = 0, extra = 0;
@@ -43,9 +57,7 @@ static char **s_build_env(const kernel_proc_opts_t *o)
     for (size_t i = 0; i < n; i++) {
         const char *eq = strchr(environ[i], '=');
         size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-        bool skip = false;
-        for (size_t j = 0; o->env_drop && o->env_drop[j] && !skip; j++)
-            skip = strlen(o->env_drop[j]) == nl && strncmp(environ[i], o->env_drop[j], nl) == 0;
+        bool skip = s_named(environ[i], nl, s_secrets) || s_named(environ[i], nl, (const char *const *)o->env_drop);
         for (size_t j = 0; j < extra && !skip; j++) {
             const char *e2 = strchr(o->env_extra[j], '=');
             size_t nl2 = e2 ? (size_t)(e2 - o->env_extra[j]) : strlen(o->env_extra[j]);
@@ -58,6 +70,12 @@ static char **s_build_env(const kernel_proc_opts_t *o)
         env[k++] = xstrdup(o->env_extra[j]);
     env[k] = NULL;
     return env;
+}
+
+char **kernel_proc_environ(void)
+{
+    kernel_proc_opts_t none = {0};
+    return s_build_env(&none);
 }
 
 /* Everything after fork() in the child must be async-signal-safe: libzmq's
@@ -135,9 +153,10 @@ kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *o, char *err, size_t 
     if (o->log_path) {
         /* O_NOFOLLOW: a symlink planted at the log's name (the runtime dir may
          * be shared, e.g. Jupyter's) must not make us append to its target. */
-        logfd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        logfd = fileio_open_regular(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600, NULL);
         if (logfd < 0)
-            log_warn("cannot open kernel log %s: %s; kernel output is discarded", o->log_path, strerror(errno));
+            log_warn("cannot open kernel log %s: %s; kernel output is discarded", o->log_path,
+                     fileio_strerror(errno));
     }
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -407,7 +426,7 @@ char *kernel_proc_log_tail(const kernel_proc_t *self, size_t max)
 {
     if (!self->log_path)
         return NULL;
-    int fd = open(self->log_path, O_RDONLY | O_CLOEXEC);
+    int fd = fileio_open_regular(self->log_path, O_RDONLY, 0, NULL);
     if (fd < 0)
         return NULL;
     struct stat st;

@@ -17,11 +17,14 @@ typedef struct kernel_proc kernel_proc_t;
 typedef struct {
     char *const *argv;      /* argv[0] is resolved through $PATH */
     char *const *env_extra; /* NULL-terminated "KEY=VALUE" added to our environment */
-    char *const *env_drop;  /* NULL-terminated names removed from it */
+    char *const *env_drop;  /* NULL-terminated names removed from it (rat-py's secrets always are) */
     const char *cwd;        /* working directory, or NULL */
     const char *log_path;   /* stdout/stderr go here (appended) */
 } kernel_proc_opts_t;
 
+/* Our environment without rat-py's secrets (RAT_PY_TOKEN), as every
+ * process rat-py starts gets it: a new NULL-terminated copy (strv_free). */
+char **kernel_proc_environ(void);
 /* Starts the process. Returns NULL with err filled when it cannot be started
  * (program not found, exec failure: the child reports errno through a
  * close-on-exec pipe, so "No such file" is reported here, not as a death). */

@@ -52,7 +52,8 @@ kernelspec_t *kernelspec_load(const char *dir, const char *name, char *err, size
     char *text = fileio_read(path, KERNELSPEC_MAX_FILE, &len);
     kernelspec_t *ks = NULL;
     if (!text)
-        snprintf(err, errlen, "cannot read %s: %s", path, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+        snprintf(err, errlen, "cannot read %s: %s", path,
+                 errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
     else
         ks = kernelspec_parse(text, len, dir, name, path, err, errlen);
     free(text);

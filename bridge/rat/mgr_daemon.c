@@ -119,9 +119,9 @@ static int s_open_log(const char *name, char **path_out, char *err, size_t errle
         rename(path, old);
         free(old);
     }
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = fileio_open_regular(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600, NULL);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot open %s: %s", path, fileio_strerror(errno));
         free(path);
         return -1;
     }
@@ -212,6 +212,14 @@ static pid_t s_spawn(const mgr_resolved_t *r, const char *prog, int port, int lo
         signal(sigs[i], SIG_DFL);
     for (size_t i = 0; i < r->nenv; i++)
         setenv(r->env[i].key, r->env[i].value, 1);
+    /* rat's own client speaks plain HTTP without a token to its runtimes on
+     * loopback (doc/rat.md): a RAT_PY_TOKEN or RAT_PY_TLS_* in rat's
+     * environment (or the runtime's) would make the runtime demand what
+     * that client never sends, and a token passed on is a secret handed to
+     * every kernel. */
+    unsetenv("RAT_PY_TOKEN");
+    unsetenv("RAT_PY_TLS_CERT");
+    unsetenv("RAT_PY_TLS_KEY");
     if (chdir(r->cwd) < 0) {
         int e = errno;
         fprintf(stderr, "rat: cannot enter %s: %s\n", r->cwd, strerror(e));

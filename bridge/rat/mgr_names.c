@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "fileio.h"
+#include "interp.h"
 #include "mem.h"
 
 static const struct {
@@ -239,7 +240,20 @@ char *mgr_names_find_venv(const char *dir)
                 found = xasprintf("%s/%s", cur, names[i]);
             free(py);
         }
-        if (found || !strcmp(cur, root) || !strcmp(cur, "/"))
+        if (found) {
+            /* interp.h's rule, as rat-py applies it to a venv it finds: rat
+             * passes the venv as --venv, which rat-py would not question. */
+            char *why = interp_venv_distrust(dir, found);
+            if (why) {
+                fprintf(stderr,
+                        "rat: the venv %s was found but not used: %s; to use it anyway: rat add NAME --venv %s\n",
+                        found, why, found);
+                free(why);
+                FREE_AND_NULL(found);
+            }
+            break;
+        }
+        if (!strcmp(cur, root) || !strcmp(cur, "/"))
             break;
         char *up = s_parent(cur);
         free(cur);

@@ -703,9 +703,9 @@ static void s_check_times(mgr_state_t *self)
 static int s_lock(const char *path, char *err, size_t errlen)
 {
     char *lp = xasprintf("%s.lock", path);
-    int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = fileio_open_regular(lp, O_RDWR | O_CREAT | O_NOFOLLOW, 0600, NULL);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", lp, strerror(errno));
+        snprintf(err, errlen, "cannot open %s: %s", lp, fileio_strerror(errno));
         free(lp);
         return -1;
     }
@@ -756,7 +756,7 @@ mgr_state_t *mgr_state_open(char *err, size_t errlen)
     size_t len = 0;
     char *text = fileio_read(self->path, MGR_STATE_MAX, &len);
     if (!text && errno != ENOENT) {
-        snprintf(err, errlen, "cannot read %s: %s", self->path, strerror(errno));
+        snprintf(err, errlen, "cannot read %s: %s", self->path, fileio_strerror(errno));
         mgr_state_close(&self);
         return NULL;
     }

@@ -402,7 +402,8 @@ static yaml_block_t *s_load_config(const char *path, char **write_path, mode_t *
     *mode = 0644;
     *write_path = xstrdup(path);
     if (!text && errno != ENOENT) {
-        snprintf(err, errlen, "cannot read %s: %s", path, errno == EFBIG ? "larger than 1 MiB" : strerror(errno));
+        snprintf(err, errlen, "cannot read %s: %s", path,
+                 errno == EFBIG ? "larger than 1 MiB" : fileio_strerror(errno));
         return NULL;
     }
     struct stat st;

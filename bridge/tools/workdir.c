@@ -34,6 +34,7 @@ struct workdir {
     bool asked;                    /* some session's roots were asked for */
     bool start_bad;                /* the start directory is / or not writable */
     bool noted;                    /* the note about the start directory was given */
+    char *warned;                  /* owned: the last refused venv's warning said (workdir_opts_t.env_warning) */
 };
 
 /* One roots/list request. Lives until its answer (or abandonment). */
@@ -82,6 +83,18 @@ static void s_start_note_if_waiting(workdir_t *self)
     runtime_status(self->rt, &st);
     if (st.queued)
         s_start_note(self);
+}
+
+/* Says warning (a refused venv) in the next result, unless it was the last
+ * one said. */
+static void s_warn(workdir_t *self, const char *warning)
+{
+    if (!warning || (self->warned && strcmp(self->warned, warning) == 0))
+        return;
+    s_set(&self->warned, warning);
+    char *note = xasprintf("[rat-py: %s]", warning);
+    runtime_note(self->rt, note);
+    free(note);
 }
 
 static void s_release(workdir_t *self)
@@ -180,9 +193,12 @@ static void s_move_to(workdir_t *self, const char *dir, const char *uri)
         }
         return;
     }
-    char *python = NULL, *interp = NULL, *note = NULL;
+    char *python = NULL, *interp = NULL, *note = NULL, *warning = NULL;
     char err[1024];
-    if (self->kernel(self->kernel_ud, dir, &python, &interp, &note, err, sizeof err) < 0) {
+    int rc = self->kernel(self->kernel_ud, dir, &python, &interp, &note, &warning, err, sizeof err);
+    s_warn(self, warning);
+    free(warning);
+    if (rc < 0) {
         log_warn("the kernel stays in %s: %s", self->path, err);
         char *p = xasprintf("the kernel cannot be started in %s: %s", dir, err);
         free(self->problem);
@@ -319,6 +335,7 @@ workdir_t *workdir_new(loop_t *loop, mcp_server_t *mcp, runtime_t *rt, struct as
     self->path = xstrdup(o->dir);
     self->source = o->from_option ? WORKDIR_OPTION : WORKDIR_START;
     self->start_bad = !o->from_option && o->movable && (strcmp(o->dir, "/") == 0 || access(o->dir, W_OK) != 0);
+    s_warn(self, o->env_warning);
     if (self->movable && !self->from_option && self->kernel) {
         mcp_server_on_notification(mcp, "notifications/initialized", s_on_initialized, self);
         mcp_server_on_notification(mcp, "notifications/roots/list_changed", s_on_list_changed, self);
@@ -338,6 +355,7 @@ void workdir_destroy(workdir_t **self_p)
     free(self->problem);
     free(self->moving_to);
     free(self->moving_root);
+    free(self->warned);
     free(self);
     *self_p = NULL;
 }

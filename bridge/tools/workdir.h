@@ -47,12 +47,12 @@ typedef enum {
 
 /* How a kernel is started in dir (absolute, existing): fills *python (the
  * interpreter for rat-py's kernelspec, runtime_place_t; NULL: the named
- * kernelspec), *interpreter and *env_note (may be NULL), all owned by the
- * caller afterwards. Returns 0, or -1 with err: then the kernel does not
- * move there. Called on the loop; may start a Python once to ask about a
- * venv (interp.h). */
+ * kernelspec), *interpreter, *env_note and *warning (a venv found there and
+ * refused, interp.h; each may be NULL), all owned by the caller afterwards.
+ * Returns 0, or -1 with err: then the kernel does not move there. Called on
+ * the loop; may start a Python once to ask about a venv (interp.h). */
 typedef int (workdir_kernel_fn)(void *ud, const char *dir, char **python, char **interpreter, char **env_note,
-                                char *err, size_t errlen);
+                                char **warning, char *err, size_t errlen);
 
 typedef struct {
     const char *dir;            /* where the kernel works at start: absolute, resolved */
@@ -63,6 +63,10 @@ typedef struct {
     const char *assets_option;  /* --assets-dir as given, or NULL for .rat-assets */
     workdir_kernel_fn *kernel;  /* required when movable */
     void *kernel_ud;
+    /* A venv refused where the kernel starts (interp.h), or NULL: the next
+     * result says it; a move to a place where the same venv is refused does
+     * not say it again, a move to another place's refusal does. */
+    const char *env_warning;
 } workdir_opts_t;
 
 workdir_t *workdir_new(loop_t *loop, mcp_server_t *mcp, runtime_t *rt, struct assets *assets,
