@@ -5,6 +5,9 @@
  * types), so each reads the other's; hostile files are bounded and
  * refused item by item; stale entries are marked stopped; names resolve as
  * the Go CLI resolves them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +17,7 @@
 #include "check.h"
 #include "fileio.h"
 #include "mem.h"
+#include "mgr_daemon.h"
 #include "mgr_names.h"
 #include "mgr_state.h"
 
@@ -203,6 +207,148 @@ static void test_stale_entries_are_marked_stopped(void)
     mgr_state_clear(&st);
 }
 
+/* A process that is not a server: `sh -c 'sleep 600; :' sh ARGS...` (its
+ * argv holds ARGS; the `; :` keeps the shell from exec'ing sleep), leading
+ * a process group of its own as a server does. */
+static pid_t s_bystander(const char *a1, const char *a2, const char *a3)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        /* Nothing of ours held open (ctest waits for its pipes). */
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(null, 1), dup2(null, 2);
+        execl("/bin/sh", "sh", "-c", "sleep 600; :", "sh", a1, a2, a3, (char *)NULL);
+        _exit(127);
+    }
+    /* Until it has exec'd, its argv is ours: wait for sh's. */
+    for (int i = 0; i < 400; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+        size_t len = 0;
+        char *cmd = fileio_read(path, 4096, &len);
+        bool sh = cmd && len > 3 && !strcmp(cmd, "sh");
+        free(cmd);
+        if (sh)
+            break;
+        usleep(5000);
+    }
+    return pid;
+}
+
+/* Whether pid, our child, is still running (not exited nor killed). */
+static bool s_running(pid_t pid)
+{
+    return waitpid(pid, NULL, WNOHANG) == 0;
+}
+
+static mgr_kernel_t *s_put_running(mgr_state_t *st, const char *name, pid_t pid, long port)
+{
+    mgr_kernel_t *k = mgr_state_put_kernel(st, name);
+    k->pid = pid;
+    k->port = port;
+    k->status = xstrdup("running");
+    return k;
+}
+
+static void test_only_a_proven_server_is_signalled(void)
+{
+    mgr_state_t st = s_empty();
+    char why[512];
+    pid_t plain = s_bystander("-x", "-y", "-z");
+    pid_t like = s_bystander("--http", "--port", "8799");
+    mgr_proc_id_t id;
+    CHECK_EQ_INT(mgr_state_proc_id(plain, &id), 0);
+    CHECK(id.start > 0 && id.ino > 0);
+    mgr_proc_id_t gone;
+    CHECK_EQ_INT(mgr_state_proc_id(0, &gone), -1);
+
+    /* Port 0, no identity: nothing shows it is a server (the old check
+     * skipped the argv then and took it for alive). */
+    mgr_kernel_t *k = s_put_running(&st, "port0", plain, 0);
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+    CHECK(strstr(why, "no port and no identity") != NULL);
+    CHECK(!mgr_state_alive(k));
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), 0);
+    CHECK_EQ_STR(k->status, "stopped");
+    CHECK(s_running(plain));
+
+    /* An argv like a server's, no identity: alive, never signalled. */
+    k = s_put_running(&st, "noid", like, 8799);
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_UNPROVEN);
+    CHECK(mgr_state_alive(k));
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), -1);
+    CHECK(strstr(why, "records no identity") != NULL);
+    CHECK_EQ_STR(k->status, "running");
+    CHECK(s_running(like));
+
+    /* An identity that is not the process's: another start time, another
+     * executable. */
+    k = s_put_running(&st, "other", plain, 0);
+    k->proc = id;
+    k->proc.start++;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+    CHECK(strstr(why, "start time differs") != NULL);
+    k->proc = id;
+    k->proc.ino++;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+    CHECK(strstr(why, "executable differs") != NULL);
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), 0);
+    CHECK(s_running(plain));
+    /* Its own identity but a port its argv lacks. */
+    k = s_put_running(&st, "wrongport", plain, 8798);
+    k->proc = id;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+
+    /* Proven: stopped, and only then. */
+    k = s_put_running(&st, "proven", plain, 0);
+    k->proc = id;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_PROVEN);
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), 0);
+    CHECK_EQ_STR(k->status, "stopped");
+    CHECK(k->pid == 0 && k->proc.start == 0);
+    CHECK(!s_running(plain));
+    /* Gone now: its identity cannot be read. */
+    CHECK_EQ_INT(mgr_state_proc_id(plain, &gone), -1);
+
+    kill(-plain, SIGKILL); /* the sleep its shell left */
+    kill(-like, SIGKILL);
+    waitpid(like, NULL, 0);
+    mgr_state_clear(&st);
+}
+
+static void test_the_identity_round_trips_and_is_checked(void)
+{
+    mgr_state_t st = s_empty();
+    char err[256];
+    mgr_kernel_t *k = s_put_running(&st, "py@p", 4242, 8720);
+    k->proc = (mgr_proc_id_t){123456789ULL, 2049, 18446744073709551615ULL};
+    char *t = mgr_state_text(&st, err, sizeof err);
+    CHECK(t && strstr(t, "\n      proc_start: 123456789\n      proc_dev: 2049\n"
+                         "      proc_ino: 18446744073709551615\n") != NULL);
+    mgr_state_t back = s_empty();
+    CHECK_EQ_INT(mgr_state_parse(&back, t, strlen(t), err, sizeof err), 0);
+    mgr_kernel_t *b = mgr_state_kernel(&back, "py@p");
+    CHECK(b && b->proc.start == 123456789ULL && b->proc.dev == 2049 && b->proc.ino == 18446744073709551615ULL);
+    mgr_state_clear(&back);
+    free(t);
+    /* Marked stopped: the identity goes with the pid, and is not written. */
+    mgr_state_mark_stopped(k);
+    t = mgr_state_text(&st, err, sizeof err);
+    CHECK(t && !strstr(t, "proc_"));
+    free(t);
+    mgr_state_clear(&st);
+    /* A value that is not a 64-bit number: the item is dropped. */
+    static const char *const bad[] = {"-1", "1.5", "18446744073709551616", "abc", "' 7'"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *y = xasprintf("kernels:\n    - name: a\n      port: 1\n      pid: 2\n      proc_start: %s\n", bad[i]);
+        CHECK_EQ_INT(mgr_state_parse(&st, y, strlen(y), err, sizeof err), 0);
+        CHECK_EQ_INT(st.nkernels, 0);
+        mgr_state_clear(&st);
+        free(y);
+    }
+}
+
 static void test_names(void)
 {
     CHECK(mgr_names_valid("py@proj"));
@@ -308,6 +454,8 @@ int main(int argc, char **argv)
     test_an_empty_state_and_a_new_entry_in_the_go_layout();
     test_hostile_files();
     test_stale_entries_are_marked_stopped();
+    test_only_a_proven_server_is_signalled();
+    test_the_identity_round_trips_and_is_checked();
     test_names();
     test_resolution();
     printf("%d passed, %d failed\n", check_passed, check_failed);
