@@ -658,14 +658,64 @@ static bool s_plain_ok(const char *s)
     return true;
 }
 
+/* The code point that starts at p (valid UTF-8: s_put_scalar checked), its
+ * length in *n. */
+static unsigned s_code_point(const unsigned char *p, size_t *n)
+{
+    if (p[0] < 0x80)
+        return *n = 1, p[0];
+    if (p[0] < 0xE0)
+        return *n = 2, (unsigned)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+    if (p[0] < 0xF0)
+        return *n = 3, (unsigned)(p[0] & 0x0F) << 12 | (unsigned)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+    return *n = 4, (unsigned)(p[0] & 0x07) << 18 | (unsigned)(p[1] & 0x3F) << 12 | (unsigned)(p[2] & 0x3F) << 6 |
+                       (p[3] & 0x3F);
+}
+
+/* Whether c must be written as an escape in a double-quoted scalar:
+ * controls (C0 but tab, DEL, C1), YAML's line breaks besides \n (NEL
+ * U+0085 is C1; LS U+2028, PS U+2029: a reader folds or breaks the line
+ * there, and the value read back is another), the BOM, and the
+ * noncharacters U+FFFE, U+FFFF (libyaml refuses to read those raw: the
+ * whole file would be unreadable). */
+static bool s_escaped(unsigned c)
+{
+    return (c < 0x20 && c != '\t') || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029 || c == 0xFEFF ||
+           c == 0xFFFE || c == 0xFFFF;
+}
+
 static bool s_printable(const char *s)
 {
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n;
+        if (s_escaped(s_code_point(p, &n)))
             return false;
+        p += n;
     }
     return true;
+}
+
+/* s double-quoted, with escapes that YAML (libyaml, go-yaml) and JSON read
+ * alike: vscode-rat reads a double-quoted value with JSON.parse. */
+static void s_put_double_quoted(buf_t *b, const char *s)
+{
+    buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n;
+        unsigned c = s_code_point(p, &n);
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", (char)c);
+        else if (c == '\n')
+            buf_puts(b, "\\n");
+        else if (c == '\t')
+            buf_puts(b, "\\t");
+        else if (s_escaped(c))
+            buf_printf(b, "\\u%04x", c);
+        else
+            buf_append(b, (const char *)p, n);
+        p += n;
+    }
+    buf_putc(b, '"');
 }
 
 static int s_put_scalar(buf_t *b, const char *s, char *err, size_t errlen)
@@ -675,21 +725,7 @@ static int s_put_scalar(buf_t *b, const char *s, char *err, size_t errlen)
         return -1;
     }
     if (!s_printable(s) || s_resolves_other(s)) {
-        buf_putc(b, '"');
-        for (const char *p = s; *p; p++) {
-            unsigned char c = (unsigned char)*p;
-            if (c == '"' || c == '\\')
-                buf_printf(b, "\\%c", c);
-            else if (c == '\n')
-                buf_puts(b, "\\n");
-            else if (c == '\t')
-                buf_puts(b, "\\t");
-            else if (c < 0x20 || c == 0x7f)
-                buf_printf(b, "\\x%02x", c);
-            else
-                buf_putc(b, (char)c);
-        }
-        buf_putc(b, '"');
+        s_put_double_quoted(b, s);
     } else if (!s_plain_ok(s) || strchr(s, '\t')) {
         buf_putc(b, '\'');
         for (const char *p = s; *p; p++) {
@@ -732,9 +768,13 @@ static int s_kvs(buf_t *b, const char *key, const mgr_kv_t *kv, size_t n, char *
     buf_printf(b, "      %s:\n", key);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        buf_puts(b, "        ");
+        /* A key past 128 bytes as go-yaml writes it, explicit (`? KEY`
+         * then `: VALUE`): a reader takes an implicit key of at most 1024
+         * characters, and libyaml refuses the whole file past that. */
+        bool explicit_key = strlen(order[i]->key) > 128;
+        buf_puts(b, explicit_key ? "        ? " : "        ");
         if ((rc = s_put_scalar(b, order[i]->key, err, errlen)) == 0) {
-            buf_puts(b, ": ");
+            buf_puts(b, explicit_key ? "\n        : " : ": ");
             rc = s_put_scalar(b, order[i]->value, err, errlen);
             buf_putc(b, '\n');
         }

@@ -302,3 +302,25 @@ test('rat stop signals only a server it started: a pid that is another process i
     for (const p of Object.values(bystanders)) { try { process.kill(-p.pid, 'SIGKILL'); } catch { /* gone */ } }
   }
 });
+
+test('a folder whose name holds YAML line breaks (LS, PS, NEL) or controls comes back from state.yaml as it went in', async () => {
+  const cfg = path.join(root, 'yamlcfg');
+  const yEnv = { ...env, XDG_CONFIG_HOME: cfg };
+  const ycli = new RatCliLike(bin, yEnv);
+  const dirs = ['a\u2028b', 'c\u2029d', 'e\u0085f', 'g\u0001h', ' lead: #x '].map((n, i) => {
+    const d = path.join(root, `y${i}`, n);
+    mkdirSync(d, { recursive: true });
+    return d;
+  });
+  for (const [i, d] of dirs.entries()) {
+    const r = await ycli.add(`y${i}`, 'sh', d);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  const st = await ycli.exec(['status', '--json']);
+  assert.equal(st.code, 0, st.stderr);
+  assert.doesNotMatch(st.stderr, /not a state file/);
+  const rows = JSON.parse(st.stdout);
+  assert.deepEqual(dirs.map((_, i) => rows.find((x) => x.name === `y${i}`)?.cwd), dirs);
+  // vscode-rat's own parser reads them too (a double-quoted value is JSON).
+  assert.deepEqual(dirs.map((_, i) => readState(yEnv).runtimes.find((x) => x.name === `y${i}`)?.cwd), dirs);
+});

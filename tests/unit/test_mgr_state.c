@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "check.h"
 #include "fileio.h"
 #include "mem.h"
@@ -349,6 +351,70 @@ static void test_the_identity_round_trips_and_is_checked(void)
     }
 }
 
+/* Every value comes back as written: line breaks YAML knows beyond \n
+ * (NEL U+0085, LS U+2028, PS U+2029), controls, a BOM, characters libyaml
+ * refuses to read raw, and what a plain scalar cannot start or end with.
+ * A double-quoted value is also JSON (vscode-rat reads it with
+ * JSON.parse), so escapes are \uXXXX. */
+static void test_every_value_round_trips(void)
+{
+    static const char *values[] = {
+        "/w/a\u2028b", "/w/a\u2029b", "/w/a\xc2\x85" "b", "\u2028", "/w/\xc2\x85", "a\u2028\u2029\xc2\x85z",
+        " lead", "trail ", "\ttab", "tab\t", "a\tb", "a: b", "a:", "a #b", "#x", "a#b", "a\x01z", "a\rb",
+        "a\r\nb", "a\nb", "\xef\xbb\xbf" "bom", "a\xef\xbb\xbf" "b", "a\x7fz", "a\xc2\x80z", "a\xc2\x9fz",
+        "a\xef\xbf\xbez", "a\xef\xbf\xbfz", "- x", "-", "---", "...", "a\\b", "'q'", "\"dq\"", "\xc2\xa0",
+        "a\xc2\xa0", "? x", "[x]", "{x}", "*x", "&x", "!x", "|x", ">x", "%x", "@x", "`x", "8717", "yes", "~",
+        "null", "", "0o17", "1e3", ".inf", "<<", "\xf0\x9f\x90\x80 rat", "a\xe2\x80\x8bz", NULL, NULL,
+    };
+    /* Keys past the 1024 characters a YAML reader takes for an implicit
+     * key (also an env key here). */
+    char *long1 = xmalloc(1101), *long2 = xmalloc(4001);
+    memset(long1, 'k', 1100), long1[1100] = '\0';
+    memset(long2, 'x', 4000), long2[4000] = '\0';
+    memcpy(long2 + 100, ": #\u2028", 6);
+    values[sizeof values / sizeof values[0] - 2] = long1;
+    values[sizeof values / sizeof values[0] - 1] = long2;
+    char err[256];
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        const char *v = values[i];
+        mgr_state_t st = s_empty();
+        mgr_kernel_t *k = mgr_state_put_kernel(&st, "k");
+        k->cwd = xstrdup(v);
+        k->status = xstrdup("stopped");
+        mgr_runtime_t *r = mgr_state_put_runtime(&st, "r");
+        r->cwd = xstrdup(*v ? v : "/");
+        r->env = xcalloc(1, sizeof *r->env);
+        r->env[0] = (mgr_kv_t){xstrdup(*v ? v : "K"), xstrdup(v)};
+        r->nenv = 1;
+        char *t = mgr_state_text(&st, err, sizeof err);
+        CHECK(t != NULL);
+        mgr_state_t back = s_empty();
+        int rc = t ? mgr_state_parse(&back, t, strlen(t), err, sizeof err) : -1;
+        mgr_kernel_t *bk = mgr_state_kernel(&back, "k");
+        mgr_runtime_t *br = mgr_state_runtime(&back, "r");
+        bool same = rc == 0 && bk && br && !strcmp(bk->cwd, v) && !strcmp(br->cwd, *v ? v : "/") && br->nenv == 1 &&
+                    !strcmp(br->env[0].key, *v ? v : "K") && !strcmp(br->env[0].value, v);
+        if (!same)
+            fprintf(stderr, "value %zu does not round-trip (rc %d, %s):\n%s\n", i, rc, rc ? err : "changed", t ? t : "");
+        CHECK(same);
+        /* The cwd line, as vscode-rat reads it: a double-quoted value is JSON. */
+        const char *line = t ? strstr(t, "\n      cwd: ") : NULL;
+        if (line && line[12] == '"') {
+            const char *q = line + 12, *end = strchr(q, '\n');
+            char *js = xstrndup(q, (size_t)(end - q));
+            json_object *o = json_tokener_parse(js);
+            CHECK(o && json_object_is_type(o, json_type_string) && !strcmp(json_object_get_string(o), v));
+            json_object_put(o);
+            free(js);
+        }
+        mgr_state_clear(&back);
+        mgr_state_clear(&st);
+        free(t);
+    }
+    free(long1);
+    free(long2);
+}
+
 static void test_names(void)
 {
     CHECK(mgr_names_valid("py@proj"));
@@ -456,6 +522,7 @@ int main(int argc, char **argv)
     test_stale_entries_are_marked_stopped();
     test_only_a_proven_server_is_signalled();
     test_the_identity_round_trips_and_is_checked();
+    test_every_value_round_trips();
     test_names();
     test_resolution();
     printf("%d passed, %d failed\n", check_passed, check_failed);
