@@ -4,7 +4,8 @@
  * (fixtures/state_go.yaml is go-yaml v3.0.1's output for the Go CLI's
  * types), so each reads the other's; hostile files are bounded and
  * refused item by item; stale entries are marked stopped; names resolve as
- * the Go CLI resolves them. */
+ * the Go CLI resolves them; only a proven server is signalled; and
+ * mgr_client reads curl's header lines by their length. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include "check.h"
 #include "fileio.h"
 #include "mem.h"
+#include "mgr_client.h"
 #include "mgr_daemon.h"
 #include "mgr_names.h"
 #include "mgr_state.h"
@@ -415,6 +417,26 @@ static void test_every_value_round_trips(void)
     free(long2);
 }
 
+/* mgr_client reads curl's header lines by their length: curl does not
+ * terminate them, and what follows a line in its buffer is not that line
+ * (here the next header, which a strstr on the line used to find). */
+static void test_client_header_lines_are_read_by_length(void)
+{
+    static const char lines[] = "Content-Type: application/json\r\nX-Other: text/event-stream\r\n";
+    size_t first = strlen("Content-Type: application/json\r\n");
+    /* Exactly the line's bytes in their own allocation (ASan sees a read
+     * past it), and in the buffer with the next line after it. */
+    char *own = xmalloc(first);
+    memcpy(own, lines, first);
+    CHECK_EQ_INT(mgr_client_header_sse(own, first), 0);
+    free(own);
+    CHECK_EQ_INT(mgr_client_header_sse(lines, first), 0);
+    CHECK_EQ_INT(mgr_client_header_sse("content-type: text/event-stream\r\n", 33), 1);
+    CHECK_EQ_INT(mgr_client_header_sse("Content-Type: text/event-stream", 20), 0);
+    CHECK_EQ_INT(mgr_client_header_sse(lines + first, sizeof lines - 1 - first), -1);
+    CHECK_EQ_INT(mgr_client_header_sse("Content-Type:", 13), -1);
+}
+
 static void test_names(void)
 {
     CHECK(mgr_names_valid("py@proj"));
@@ -523,6 +545,7 @@ int main(int argc, char **argv)
     test_only_a_proven_server_is_signalled();
     test_the_identity_round_trips_and_is_checked();
     test_every_value_round_trips();
+    test_client_header_lines_are_read_by_length();
     test_names();
     test_resolution();
     printf("%d passed, %d failed\n", check_passed, check_failed);
