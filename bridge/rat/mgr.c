@@ -73,6 +73,16 @@ static int s_fail(const char *fmt, ...)
     return 1;
 }
 
+/* A server rat may not signal (mgr_daemon_stop refused): why, and what
+ * the user can do. Returns 1. */
+static int s_not_stopped(const mgr_kernel_t *k, const char *why)
+{
+    return s_fail("not stopping %s: %s. If `ps -o pid,lstart,args -p %ld` shows its server, stop it yourself "
+                  "(kill %ld); rat then marks it stopped. A server rat-py starts records its identity, so this "
+                  "happens only to entries rat-py did not write.",
+                  k->name, why, k->pid, k->pid);
+}
+
 static char *s_cwd(void)
 {
     char buf[PATH_MAX];
@@ -159,16 +169,22 @@ static int s_stop(int argc, char **argv)
         mgr_state_t *st = mgr_state_open(err, sizeof err);
         if (!st)
             return s_fail("%s", err);
-        int n = 0;
+        int n = 0, refused = 0;
         for (size_t i = 0; i < st->nkernels; i++)
             if (mgr_state_alive(&st->kernels[i])) {
-                mgr_daemon_stop(&st->kernels[i]);
-                n++;
+                if (mgr_daemon_stop(&st->kernels[i], err, sizeof err) < 0) {
+                    s_not_stopped(&st->kernels[i], err);
+                    refused++;
+                } else {
+                    n++;
+                }
             }
-        int rc = mgr_state_save(st, err, sizeof err) < 0 ? s_fail("%s", err) : 0;
+        int rc = mgr_state_save(st, err, sizeof err) < 0 ? s_fail("%s", err) : refused ? 1 : 0;
         mgr_state_close(&st);
-        if (!rc)
+        if (!refused && !rc)
             fprintf(stderr, n ? "Stopped %d kernel(s).\n" : "No kernels running.\n", n);
+        else if (refused)
+            fprintf(stderr, "Stopped %d kernel(s); %d not stopped.\n", n, refused);
         return rc;
     }
     if (argc != 2)
@@ -181,8 +197,9 @@ static int s_stop(int argc, char **argv)
     int rc = 0;
     if (!k || !mgr_state_alive(k)) {
         rc = s_fail("kernel \"%s\" is not running", r.name);
+    } else if (mgr_daemon_stop(k, err, sizeof err) < 0) {
+        rc = s_not_stopped(k, err);
     } else {
-        mgr_daemon_stop(k);
         if (mgr_state_save(st, err, sizeof err) < 0)
             rc = s_fail("%s", err);
         else
@@ -204,7 +221,12 @@ static int s_restart(int argc, char **argv)
         return 1;
     mgr_kernel_t *k = mgr_state_kernel(st, r.name);
     if (k && mgr_state_alive(k)) {
-        mgr_daemon_stop(k);
+        if (mgr_daemon_stop(k, err, sizeof err) < 0) {
+            int rc = s_not_stopped(k, err);
+            mgr_state_close(&st);
+            mgr_resolved_free(&r);
+            return rc;
+        }
         if (mgr_state_save(st, err, sizeof err) < 0) {
             mgr_state_close(&st);
             mgr_resolved_free(&r);
@@ -450,6 +472,7 @@ static int s_remove(int argc, char **argv)
         free(question);
     }
     size_t removed = 0;
+    int refused = 0;
     for (size_t i = 0; i < st->nkernels;) {
         mgr_kernel_t *k = &st->kernels[i];
         if (name && strcmp(k->name, r.name)) {
@@ -457,7 +480,13 @@ static int s_remove(int argc, char **argv)
             continue;
         }
         if (mgr_state_alive(k)) {
-            mgr_daemon_stop(k);
+            if (mgr_daemon_stop(k, err, sizeof err) < 0) {
+                /* Its entry stays: removing it would lose the process. */
+                s_not_stopped(k, err);
+                refused++;
+                i++;
+                continue;
+            }
             fprintf(stderr, "%s stopped.\n", k->name);
         }
         char *n = xstrdup(k->name);
@@ -473,6 +502,10 @@ static int s_remove(int argc, char **argv)
             i++;
             continue;
         }
+        if (refused && mgr_state_kernel(st, st->runtimes[i].name)) {
+            i++; /* kept with its kernel entry, which could not be stopped */
+            continue;
+        }
         char *n = xstrdup(st->runtimes[i].name);
         mgr_state_remove_runtime(st, n);
         removed++;
@@ -480,8 +513,8 @@ static int s_remove(int argc, char **argv)
             fprintf(stderr, "%s removed.\n", n);
         free(n);
     }
-    int rc = mgr_state_save(st, err, sizeof err) < 0 ? s_fail("%s", err) : 0;
-    if (!rc && !name)
+    int rc = mgr_state_save(st, err, sizeof err) < 0 ? s_fail("%s", err) : refused ? 1 : 0;
+    if (!refused && !rc && !name)
         fprintf(stderr, "Removed %zu runtime(s).\n", removed);
     mgr_state_close(&st);
     mgr_resolved_free(&r);

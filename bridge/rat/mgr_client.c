@@ -74,8 +74,10 @@ static void s_event(s_req_t *r, const char *ev, size_t n)
 static void s_drain(s_req_t *r)
 {
     for (;;) {
+        /* Bounded by the length, not a NUL: a NUL byte in the stream must
+         * not hide the events after it. */
         const char *d = buf_str(&r->body);
-        const char *e1 = strstr(d, "\n\n"), *e2 = strstr(d, "\r\n\r\n");
+        const char *e1 = memmem(d, r->body.len, "\n\n", 2), *e2 = memmem(d, r->body.len, "\r\n\r\n", 4);
         const char *e = e1 && (!e2 || e1 < e2) ? e1 : e2;
         if (!e)
             return;
@@ -99,6 +101,15 @@ static size_t s_on_body(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
+int mgr_client_header_sse(const char *line, size_t len)
+{
+    if (len <= 13 || strncasecmp(line, "content-type:", 13) != 0)
+        return -1;
+    return memmem(line + 13, len - 13, "text/event-stream", 17) != NULL;
+}
+
+/* p is one header line of size * n bytes, not NUL-terminated (curl's
+ * CURLOPT_HEADERFUNCTION contract): every read is bounded by that length. */
 static size_t s_on_header(char *p, size_t size, size_t n, void *ud)
 {
     s_req_t *r = ud;
@@ -114,8 +125,10 @@ static size_t s_on_header(char *p, size_t size, size_t n, void *ud)
             free(r->client->session);
             r->client->session = xstrndup(v, vl);
         }
-    } else if (len > 13 && strncasecmp(p, "content-type:", 13) == 0) {
-        r->sse = strstr(p, "text/event-stream") != NULL;
+    } else {
+        int sse = mgr_client_header_sse(p, len);
+        if (sse >= 0)
+            r->sse = sse;
     }
     return len;
 }

@@ -37,6 +37,10 @@ json_object *mgr_client_call(mgr_client_t *self, const char *tool, json_object *
 /* The text items of a tool result joined by newlines (borrowed view into a
  * new string the caller owns). */
 char *mgr_client_text(json_object *result);
+/* For one HTTP header line of len bytes, not NUL-terminated (as curl hands
+ * them over): 1 when it is a Content-Type naming text/event-stream, 0 for
+ * another Content-Type, -1 for another header. */
+int mgr_client_header_sse(const char *line, size_t len);
 /* Whether a tool result says isError. */
 int mgr_client_is_error(json_object *result);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,22 +301,97 @@ static s_ready_t s_wait_ready(long port, pid_t pid, int64_t until, const char *l
     return S_STARTING;
 }
 
-void mgr_daemon_stop(mgr_kernel_t *k)
+/* A pidfd for pid (Linux 5.3+), -1 when the kernel (or valgrind) has none:
+ * then signals go by pid, with the small race the pidfd closes. */
+static int s_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Signals the process pidfd holds (by pid without one). */
+static void s_signal(int pidfd, pid_t pid, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+    if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0)
+        return;
+    if (pidfd >= 0 && errno != ENOSYS)
+        return; /* ESRCH: it is gone, and the pid may be another's now */
+#endif
+    kill(pid, sig);
+}
+
+/* Whether the process has exited, waiting up to ms (a pidfd reads as
+ * readable once it has; by pid: kill(pid, 0) after it was reaped). Our own
+ * child is reaped. */
+static bool s_gone(int pidfd, pid_t pid, int ms)
+{
+    int64_t until = s_now_ms() + ms;
+    for (;;) {
+        if (pidfd >= 0) {
+            struct pollfd p = {.fd = pidfd, .events = POLLIN};
+            int64_t left = until - s_now_ms();
+            int n = poll(&p, 1, left > 50 ? 50 : left > 0 ? (int)left : 0);
+            if (n > 0) {
+                waitpid(pid, NULL, WNOHANG);
+                return true;
+            }
+        }
+        if (s_dead(pid))
+            return true;
+        if (s_now_ms() >= until)
+            return false;
+        if (pidfd < 0)
+            s_sleep_ms(50);
+    }
+}
+
+int mgr_daemon_stop(mgr_kernel_t *k, char *why, size_t whylen)
 {
     pid_t pid = (pid_t)k->pid;
-    if (pid > 0 && mgr_state_alive(k)) {
-        kill(pid, SIGTERM);
-        int64_t until = s_now_ms() + MGR_STOP_MS;
-        while (!s_dead(pid) && s_now_ms() < until)
-            s_sleep_ms(50);
-        if (!s_dead(pid)) {
-            kill(pid, SIGKILL);
-            kill(-pid, SIGKILL); /* its process group (it leads a session) */
-            for (int i = 0; i < 40 && !s_dead(pid); i++)
-                s_sleep_ms(25);
+    if (whylen)
+        why[0] = '\0';
+    if (pid <= 0 || !k->status || strcmp(k->status, "running") != 0) {
+        mgr_state_mark_stopped(k);
+        return 0;
+    }
+    /* The pidfd first, the proof second: a pidfd names one process, so
+     * once the process behind the pid is proven to be the one rat started
+     * (a pid reused in between has another start time), every signal sent
+     * through the pidfd reaches that process and no other. */
+    int pidfd = s_pidfd_open(pid);
+    if (pidfd < 0 && errno == ESRCH) {
+        mgr_state_mark_stopped(k);
+        return 0;
+    }
+    mgr_proc_t proc = mgr_state_proc(k, why, whylen);
+    if (proc == MGR_PROC_UNPROVEN) {
+        if (pidfd >= 0)
+            close(pidfd);
+        return -1;
+    }
+    if (proc == MGR_PROC_PROVEN) {
+        s_signal(pidfd, pid, SIGTERM);
+        if (!s_gone(pidfd, pid, MGR_STOP_MS)) {
+            /* Its process group is the one rat created (the server was
+             * started with setsid, so it leads its group): killed only
+             * while its proven leader is alive and still leads it, which
+             * also keeps the group's number from being reused meanwhile. */
+            if (getpgid(pid) == pid && !s_gone(pidfd, pid, 0))
+                kill(-pid, SIGKILL);
+            s_signal(pidfd, pid, SIGKILL);
+            s_gone(pidfd, pid, 1000);
         }
     }
+    if (pidfd >= 0)
+        close(pidfd);
     mgr_state_mark_stopped(k);
+    return 0;
 }
 
 /* Under the lock: stops and forgets name's unresponsive server. */
@@ -326,7 +402,10 @@ static void s_replace(const char *name, char *err, size_t errlen)
         return;
     mgr_kernel_t *k = mgr_state_kernel(st, name);
     if (k) {
-        mgr_daemon_stop(k);
+        char why[512];
+        if (mgr_daemon_stop(k, why, sizeof why) < 0)
+            fprintf(stderr, "rat: %s: its old server is not stopped: %s; if it is rat's, stop it with `kill %ld`\n",
+                    name, why, k->pid);
         mgr_state_remove_kernel(st, name);
         mgr_state_save(st, err, errlen);
     }
@@ -410,6 +489,17 @@ int mgr_daemon_start(mgr_state_t **st_p, const mgr_resolved_t *r, long *port_out
     k->venv = r->venv && !strcmp(r->lang, "py") ? xstrdup(r->venv) : NULL;
     k->status = xstrdup("running");
     k->started = mgr_state_now();
+    /* Its identity, for every later signal (mgr_daemon_stop): read now,
+     * while it is our unreaped child and has exec'd. */
+    if (mgr_state_proc_id(pid, &k->proc) < 0) {
+        snprintf(err, errlen, "cannot read /proc/%ld of the server just started: %s", (long)pid, strerror(errno));
+        kill(pid, SIGKILL); /* our own child, not reaped: its pid is its own */
+        waitpid(pid, NULL, 0);
+        mgr_state_remove_kernel(st, r->name);
+        mgr_state_close(st_p);
+        free(logpath);
+        return -1;
+    }
     if (mgr_state_save(st, err, errlen) < 0) {
         kill(pid, SIGTERM);
         mgr_state_close(st_p);
@@ -424,10 +514,10 @@ int mgr_daemon_start(mgr_state_t **st_p, const mgr_resolved_t *r, long *port_out
         char serr[256];
         mgr_state_t *s2 = mgr_state_open(serr, sizeof serr);
         mgr_kernel_t *k2 = s2 ? mgr_state_kernel(s2, r->name) : NULL;
-        if (k2 && k2->pid == pid) {
-            mgr_daemon_stop(k2);
+        if (k2 && k2->pid == pid && mgr_daemon_stop(k2, serr, sizeof serr) == 0) {
             mgr_state_save(s2, serr, sizeof serr);
         } else if (!s_dead(pid)) {
+            /* Our own child, not reaped: its pid is still its own. */
             kill(pid, SIGTERM);
         }
         mgr_state_close(&s2);

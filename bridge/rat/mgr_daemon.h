@@ -36,9 +36,15 @@ typedef enum { MGR_STARTED, MGR_ALREADY, MGR_REPLACED } mgr_start_t;
  * -1 with err otherwise. */
 int mgr_daemon_start(mgr_state_t **st_p, const mgr_resolved_t *r, long *port, long *pid, mgr_start_t *how,
                      bool *still_starting, char *err, size_t errlen);
-/* Stops k's server (SIGTERM, then SIGKILL after MGR_STOP_MS) and marks it
- * stopped in st (not saved). */
-void mgr_daemon_stop(mgr_kernel_t *k);
+/* Stops k's server (SIGTERM, then SIGKILL after MGR_STOP_MS, with its
+ * process group) and marks it stopped in st (not saved). Only a process
+ * proven to be the server rat started is signalled (mgr_state_proc: its
+ * recorded start time and executable, checked through a pidfd so a pid
+ * reused meanwhile is never hit); a pid that is another process now is
+ * marked stopped without a signal. -1 with why, nothing signalled and the
+ * entry unchanged, when the process cannot be proven (an entry without an
+ * identity, from the Go CLI or an older rat-py). */
+int mgr_daemon_stop(mgr_kernel_t *k, char *why, size_t whylen);
 /* The log file of a runtime. Caller owns it. */
 char *mgr_daemon_log_path(const char *name);
 

@@ -193,13 +193,15 @@ void mgr_state_mark_stopped(mgr_kernel_t *k)
     k->status = xstrdup("stopped");
     k->pid = 0;
     k->port = 0;
+    memset(&k->proc, 0, sizeof k->proc);
     free(k->stopped);
     k->stopped = mgr_state_now();
 }
 
 /* Whether /proc/PID/cmdline has the two arguments "--port" "N" (or
  * "--port=N"): the process is the server the entry names (a pid reused by
- * another program is not). True when it cannot be read. */
+ * another program is not). False when it cannot be read: what cannot be
+ * checked is not the server. */
 static bool s_is_server(long pid, long port)
 {
     char path[64];
@@ -207,7 +209,7 @@ static bool s_is_server(long pid, long port)
     size_t len = 0;
     char *cmd = fileio_read(path, 1u << 16, &len);
     if (!cmd)
-        return errno != ENOENT;
+        return false;
     char want[32], joined[48];
     snprintf(want, sizeof want, "%ld", port);
     snprintf(joined, sizeof joined, "--port=%ld", port);
@@ -215,9 +217,10 @@ static bool s_is_server(long pid, long port)
     for (size_t i = 0; i < len && !found;) {
         const char *a = cmd + i;
         size_t n = strnlen(a, len - i);
-        if (strcmp(a, joined) == 0)
+        if (n < len - i && strcmp(a, joined) == 0)
             found = true;
-        else if (strcmp(a, "--port") == 0 && i + n + 1 < len && strcmp(cmd + i + n + 1, want) == 0)
+        else if (n < len - i && strcmp(a, "--port") == 0 && i + n + 1 < len &&
+                 strnlen(cmd + i + n + 1, len - i - n - 1) < len - i - n - 1 && strcmp(cmd + i + n + 1, want) == 0)
             found = true;
         i += n + 1;
     }
@@ -225,13 +228,106 @@ static bool s_is_server(long pid, long port)
     return found;
 }
 
+int mgr_state_proc_id(long pid, mgr_proc_id_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (pid <= 0) {
+        errno = ESRCH;
+        return -1;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    size_t len = 0;
+    char *stat_text = fileio_read(path, 4096, &len);
+    if (!stat_text)
+        return -1;
+    /* "PID (COMM) STATE ...": COMM may hold spaces and ')', so the fields
+     * are counted from the last ')'; STATE is field 3, starttime field 22. */
+    char *p = NULL;
+    for (size_t i = len; i > 0 && !p; i--)
+        if (stat_text[i - 1] == ')')
+            p = stat_text + i;
+    unsigned long long start = 0;
+    int field = 2;
+    while (p && p < stat_text + len && field < 22) {
+        while (p < stat_text + len && *p == ' ')
+            p++;
+        field++;
+        if (field == 22) {
+            char *end = NULL;
+            errno = 0;
+            start = strtoull(p, &end, 10);
+            if (errno || end == p)
+                start = 0;
+            break;
+        }
+        while (p < stat_text + len && *p != ' ')
+            p++;
+    }
+    free(stat_text);
+    if (!start) {
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+    struct stat sb;
+    if (stat(path, &sb) < 0)
+        return -1;
+    out->start = start;
+    out->dev = (unsigned long long)sb.st_dev;
+    out->ino = (unsigned long long)sb.st_ino;
+    return 0;
+}
+
+mgr_proc_t mgr_state_proc(const mgr_kernel_t *k, char *why, size_t whylen)
+{
+    char scratch[8];
+    if (!why) {
+        why = scratch;
+        whylen = sizeof scratch;
+    }
+    if (whylen)
+        why[0] = '\0';
+    if (!k->status || strcmp(k->status, "running") != 0 || k->pid <= 0)
+        return MGR_PROC_GONE;
+    if (kill((pid_t)k->pid, 0) < 0 && errno == ESRCH)
+        return MGR_PROC_GONE;
+    if (k->proc.start) {
+        mgr_proc_id_t now;
+        if (mgr_state_proc_id(k->pid, &now) < 0) {
+            if (errno != ENOENT && errno != ESRCH)
+                snprintf(why, whylen, "PID %ld cannot be checked (%s): not a process of yours, so not its server",
+                         k->pid, strerror(errno));
+            return MGR_PROC_GONE;
+        }
+        if (now.start != k->proc.start || now.dev != k->proc.dev || now.ino != k->proc.ino) {
+            snprintf(why, whylen, "PID %ld is another process now (%s differs from the one rat started)", k->pid,
+                     now.start != k->proc.start ? "its start time" : "its executable");
+            return MGR_PROC_GONE;
+        }
+        if (k->port > 0 && !s_is_server(k->pid, k->port)) {
+            snprintf(why, whylen, "PID %ld does not serve port %ld", k->pid, k->port);
+            return MGR_PROC_GONE;
+        }
+        return MGR_PROC_PROVEN;
+    }
+    if (k->port <= 0) {
+        snprintf(why, whylen, "PID %ld is named with no port and no identity: nothing shows it is its server",
+                 k->pid);
+        return MGR_PROC_GONE;
+    }
+    if (!s_is_server(k->pid, k->port)) {
+        snprintf(why, whylen, "PID %ld is not a server on port %ld", k->pid, k->port);
+        return MGR_PROC_GONE;
+    }
+    snprintf(why, whylen, "its entry records no identity for PID %ld (it was written by the Go rat CLI or an "
+                          "older rat-py), so nothing proves that process is its server", k->pid);
+    return MGR_PROC_UNPROVEN;
+}
+
 bool mgr_state_alive(const mgr_kernel_t *k)
 {
-    if (!k->status || strcmp(k->status, "running") != 0 || k->pid <= 0)
-        return false;
-    if (kill((pid_t)k->pid, 0) < 0 && errno == ESRCH)
-        return false;
-    return k->port <= 0 || s_is_server(k->pid, k->port);
+    return mgr_state_proc(k, NULL, 0) != MGR_PROC_GONE;
 }
 
 bool mgr_state_normalize(mgr_state_t *self)
@@ -243,13 +339,18 @@ bool mgr_state_normalize(mgr_state_t *self)
             k->status = xstrdup(k->pid > 0 ? "running" : "stopped");
             changed = true;
         }
-        if (strcmp(k->status, "running") == 0 && !mgr_state_alive(k)) {
+        char why[256];
+        if (strcmp(k->status, "running") == 0 && mgr_state_proc(k, why, sizeof why) == MGR_PROC_GONE) {
+            /* Only the entry changes: no process is signalled here. */
+            if (why[0])
+                fprintf(stderr, "rat: %s: %s; marked stopped\n", k->name, why);
             mgr_state_mark_stopped(k);
             changed = true;
         }
         if (strcmp(k->status, "stopped") == 0) {
-            if (k->pid || k->port) {
+            if (k->pid || k->port || k->proc.start) {
                 k->pid = k->port = 0;
+                memset(&k->proc, 0, sizeof k->proc);
                 changed = true;
             }
             if (!k->stopped) {
@@ -309,6 +410,21 @@ static bool s_long(yaml_node_t *n, long lo, long hi, long *out, const char **why
     return true;
 }
 
+/* A decimal number of 64 bits at most, digits only. */
+static bool s_ull(yaml_node_t *n, unsigned long long *out, const char **why)
+{
+    const char *v = n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+    if (!v || *v < '0' || *v > '9' || *end || errno) {
+        *why = "is not a number in range";
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
 static bool s_map(yaml_document_t *d, yaml_node_t *n, mgr_kv_t **out, size_t *nout, const char **why)
 {
     if (n->type == YAML_SCALAR_NODE && n->data.scalar.length == 0)
@@ -341,7 +457,7 @@ static void s_drop(const char *list, size_t index, const char *field, const char
 }
 
 /* The fields of an item: key, kind and where it goes in the entry. */
-typedef enum { F_STR, F_PORT, F_PID, F_MAP } s_kind_t;
+typedef enum { F_STR, F_PORT, F_PID, F_ULL, F_MAP } s_kind_t;
 typedef struct {
     const char *key;
     s_kind_t kind;
@@ -354,6 +470,9 @@ static const s_field_t s_kernel_fields[] = {
     {"status", F_STR, offsetof(mgr_kernel_t, status), 0},   {"started", F_STR, offsetof(mgr_kernel_t, started), 0},
     {"stopped", F_STR, offsetof(mgr_kernel_t, stopped), 0}, {"port", F_PORT, offsetof(mgr_kernel_t, port), 0},
     {"pid", F_PID, offsetof(mgr_kernel_t, pid), 0},
+    {"proc_start", F_ULL, offsetof(mgr_kernel_t, proc.start), 0},
+    {"proc_dev", F_ULL, offsetof(mgr_kernel_t, proc.dev), 0},
+    {"proc_ino", F_ULL, offsetof(mgr_kernel_t, proc.ino), 0},
 };
 static const s_field_t s_runtime_fields[] = {
     {"name", F_STR, offsetof(mgr_runtime_t, name), 0},
@@ -385,6 +504,7 @@ static bool s_read_fields(yaml_document_t *d, yaml_node_t *item, void *entry, co
             bool ok = t[i].kind == F_STR    ? s_str(v, (char **)(base + t[i].off), why)
                       : t[i].kind == F_PORT ? s_long(v, 0, 65535, (long *)(base + t[i].off), why)
                       : t[i].kind == F_PID  ? s_long(v, 0, 0x7fffffff, (long *)(base + t[i].off), why)
+                      : t[i].kind == F_ULL  ? s_ull(v, (unsigned long long *)(base + t[i].off), why)
                                             : s_map(d, v, (mgr_kv_t **)(base + t[i].off), (size_t *)(base + t[i].off_n),
                                                     why);
             if (!ok) {
@@ -540,14 +660,64 @@ static bool s_plain_ok(const char *s)
     return true;
 }
 
+/* The code point that starts at p (valid UTF-8: s_put_scalar checked), its
+ * length in *n. */
+static unsigned s_code_point(const unsigned char *p, size_t *n)
+{
+    if (p[0] < 0x80)
+        return *n = 1, p[0];
+    if (p[0] < 0xE0)
+        return *n = 2, (unsigned)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+    if (p[0] < 0xF0)
+        return *n = 3, (unsigned)(p[0] & 0x0F) << 12 | (unsigned)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+    return *n = 4, (unsigned)(p[0] & 0x07) << 18 | (unsigned)(p[1] & 0x3F) << 12 | (unsigned)(p[2] & 0x3F) << 6 |
+                       (p[3] & 0x3F);
+}
+
+/* Whether c must be written as an escape in a double-quoted scalar:
+ * controls (C0 but tab, DEL, C1), YAML's line breaks besides \n (NEL
+ * U+0085 is C1; LS U+2028, PS U+2029: a reader folds or breaks the line
+ * there, and the value read back is another), the BOM, and the
+ * noncharacters U+FFFE, U+FFFF (libyaml refuses to read those raw: the
+ * whole file would be unreadable). */
+static bool s_escaped(unsigned c)
+{
+    return (c < 0x20 && c != '\t') || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029 || c == 0xFEFF ||
+           c == 0xFFFE || c == 0xFFFF;
+}
+
 static bool s_printable(const char *s)
 {
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n;
+        if (s_escaped(s_code_point(p, &n)))
             return false;
+        p += n;
     }
     return true;
+}
+
+/* s double-quoted, with escapes that YAML (libyaml, go-yaml) and JSON read
+ * alike: vscode-rat reads a double-quoted value with JSON.parse. */
+static void s_put_double_quoted(buf_t *b, const char *s)
+{
+    buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n;
+        unsigned c = s_code_point(p, &n);
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", (char)c);
+        else if (c == '\n')
+            buf_puts(b, "\\n");
+        else if (c == '\t')
+            buf_puts(b, "\\t");
+        else if (s_escaped(c))
+            buf_printf(b, "\\u%04x", c);
+        else
+            buf_append(b, (const char *)p, n);
+        p += n;
+    }
+    buf_putc(b, '"');
 }
 
 static int s_put_scalar(buf_t *b, const char *s, char *err, size_t errlen)
@@ -557,21 +727,7 @@ static int s_put_scalar(buf_t *b, const char *s, char *err, size_t errlen)
         return -1;
     }
     if (!s_printable(s) || s_resolves_other(s)) {
-        buf_putc(b, '"');
-        for (const char *p = s; *p; p++) {
-            unsigned char c = (unsigned char)*p;
-            if (c == '"' || c == '\\')
-                buf_printf(b, "\\%c", c);
-            else if (c == '\n')
-                buf_puts(b, "\\n");
-            else if (c == '\t')
-                buf_puts(b, "\\t");
-            else if (c < 0x20 || c == 0x7f)
-                buf_printf(b, "\\x%02x", c);
-            else
-                buf_putc(b, (char)c);
-        }
-        buf_putc(b, '"');
+        s_put_double_quoted(b, s);
     } else if (!s_plain_ok(s) || strchr(s, '\t')) {
         buf_putc(b, '\'');
         for (const char *p = s; *p; p++) {
@@ -614,9 +770,13 @@ static int s_kvs(buf_t *b, const char *key, const mgr_kv_t *kv, size_t n, char *
     buf_printf(b, "      %s:\n", key);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        buf_puts(b, "        ");
+        /* A key past 128 bytes as go-yaml writes it, explicit (`? KEY`
+         * then `: VALUE`): a reader takes an implicit key of at most 1024
+         * characters, and libyaml refuses the whole file past that. */
+        bool explicit_key = strlen(order[i]->key) > 128;
+        buf_puts(b, explicit_key ? "        ? " : "        ");
         if ((rc = s_put_scalar(b, order[i]->key, err, errlen)) == 0) {
-            buf_puts(b, ": ");
+            buf_puts(b, explicit_key ? "\n        : " : ": ");
             rc = s_put_scalar(b, order[i]->value, err, errlen);
             buf_putc(b, '\n');
         }
@@ -653,6 +813,11 @@ char *mgr_state_text(const mgr_state_t *self, char *err, size_t errlen)
             buf_printf(&b, "%sstarted: %s\n", I, k->started && *k->started ? k->started : "0001-01-01T00:00:00Z");
             if (k->stopped && *k->stopped)
                 buf_printf(&b, "%sstopped: %s\n", I, k->stopped);
+            /* rat-py's own keys, last: go-yaml and vscode-rat skip keys
+             * they do not know. */
+            if (k->proc.start)
+                buf_printf(&b, "%sproc_start: %llu\n%sproc_dev: %llu\n%sproc_ino: %llu\n", I, k->proc.start, I,
+                           k->proc.dev, I, k->proc.ino);
         }
     }
     if (self->nruntimes)

@@ -79,6 +79,8 @@ test('getClient as the extension does: add, start (returns at once, no pipe held
   // regexes need both.
   const text = readFileSync(stateFilePath(env), 'utf8');
   assert.match(text, /^kernels:\n {4}- name: py@proj\n {6}lang: py\n {6}port: \d+\n {6}pid: \d+\n/);
+  // rat-py's own keys, the server's identity (its signals need it), last in the item.
+  assert.match(text, /\n {6}started: \S+\n {6}proc_start: \d+\n {6}proc_dev: \d+\n {6}proc_ino: \d+\n/);
   // Again: already running, same port.
   const again = await cli.start('py@proj', '/');
   assert.equal(again.code, 0);
@@ -239,4 +241,86 @@ test('a state.yaml the Go CLI wrote is read and kept: its runtimes start, its en
   assert.match(text, /\n {6}options:\n {8}model: claude\n {6}env:\n {8}TOKEN: 'a #b'\n/, 'the Go CLI\'s fields are kept');
   assert.match(text, /\n {6}started: 2026-01-01T09:00:00Z\n {6}stopped: 2026-01-01T09:30:00Z\n/);
   assert.equal((await goCli.stop('py-go')).code, 0);
+});
+
+test('rat stop signals only a server it started: a pid that is another process is left alone, and says why', async () => {
+  const cfg = path.join(root, 'killcfg');
+  mkdirSync(path.join(cfg, 'rat'), { recursive: true });
+  const kEnv = { ...env, XDG_CONFIG_HOME: cfg };
+  // Not runtimes: a sleep, and shells whose argv has `--port N` as a
+  // server's has. Each leads a group of its own (detached), so the test
+  // also sees a group kill.
+  const spawnAlive = (args) => spawn(args[0], args.slice(1), { detached: true, stdio: 'ignore' });
+  const bystanders = {
+    port0: spawnAlive(['sleep', '600']),
+    noid: spawnAlive(['/bin/sh', '-c', 'sleep 600; :', 'sh', '--http', '--port', '8790']),
+    forged: spawnAlive(['/bin/sh', '-c', 'sleep 600; :', 'sh', '--http', '--port', '8791']),
+  };
+  try {
+    const entry = (name, port, pid, extra = []) => [
+      `    - name: ${name}`, '      lang: py', `      port: ${port}`, `      pid: ${pid}`, `      cwd: ${proj}`,
+      '      status: running', '      started: 2026-01-01T10:00:00Z', ...extra];
+    const write = () => writeFileSync(path.join(cfg, 'rat', 'state.yaml'), ['kernels:',
+      ...entry('port0', 0, bystanders.port0.pid),
+      ...entry('noid', 8790, bystanders.noid.pid),
+      // An identity that is not this process's (another start time).
+      ...entry('forged', 8791, bystanders.forged.pid, ['      proc_start: 12345', '      proc_dev: 1', '      proc_ino: 1']),
+      ''].join('\n'), { mode: 0o600 });
+    const kcli = new RatCliLike(bin, kEnv);
+    write();
+    // Port 0, no identity: nothing shows it is a server; marked stopped, not signalled.
+    const a = await kcli.stop('port0');
+    assert.equal(a.code, 1);
+    assert.match(a.stderr, new RegExp(`port0: PID ${bystanders.port0.pid} is named with no port and no identity`));
+    assert.match(a.stderr, /kernel "port0" is not running/);
+    // Argv like a server's, no identity recorded: listed, never signalled; the message says what to do.
+    write();
+    const b = await kcli.stop('noid');
+    assert.equal(b.code, 1);
+    assert.match(b.stderr, new RegExp(`not stopping noid: its entry records no identity for PID ${bystanders.noid.pid}`));
+    assert.match(b.stderr, new RegExp(`kill ${bystanders.noid.pid}`));
+    assert.equal(readState(kEnv).kernels.find((k) => k.name === 'noid').status, 'running', 'its entry is kept');
+    // An identity recorded that is not this process's: the pid is another process now.
+    write();
+    const c = await kcli.stop('forged');
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, new RegExp(`forged: PID ${bystanders.forged.pid} is another process now \\(its start time differs`));
+    // --all and remove leave them too.
+    write();
+    const all = await kcli.exec(['stop', '--all']);
+    assert.equal(all.code, 1);
+    assert.match(all.stderr, /not stopping noid/);
+    const rm = await kcli.exec(['remove', 'noid', '--yes']);
+    assert.equal(rm.code, 1);
+    assert.ok(readState(kEnv).kernels.some((k) => k.name === 'noid'), 'an entry whose process cannot be stopped stays');
+    await sleep(200);
+    for (const [name, p] of Object.entries(bystanders)) {
+      assert.equal(p.exitCode, null, `${name}: exited ${p.exitCode}`);
+      assert.equal(p.signalCode, null, `${name}: killed by ${p.signalCode}`);
+    }
+  } finally {
+    for (const p of Object.values(bystanders)) { try { process.kill(-p.pid, 'SIGKILL'); } catch { /* gone */ } }
+  }
+});
+
+test('a folder whose name holds YAML line breaks (LS, PS, NEL) or controls comes back from state.yaml as it went in', async () => {
+  const cfg = path.join(root, 'yamlcfg');
+  const yEnv = { ...env, XDG_CONFIG_HOME: cfg };
+  const ycli = new RatCliLike(bin, yEnv);
+  const dirs = ['a\u2028b', 'c\u2029d', 'e\u0085f', 'g\u0001h', ' lead: #x '].map((n, i) => {
+    const d = path.join(root, `y${i}`, n);
+    mkdirSync(d, { recursive: true });
+    return d;
+  });
+  for (const [i, d] of dirs.entries()) {
+    const r = await ycli.add(`y${i}`, 'sh', d);
+    assert.equal(r.code, 0, r.stderr);
+  }
+  const st = await ycli.exec(['status', '--json']);
+  assert.equal(st.code, 0, st.stderr);
+  assert.doesNotMatch(st.stderr, /not a state file/);
+  const rows = JSON.parse(st.stdout);
+  assert.deepEqual(dirs.map((_, i) => rows.find((x) => x.name === `y${i}`)?.cwd), dirs);
+  // vscode-rat's own parser reads them too (a double-quoted value is JSON).
+  assert.deepEqual(dirs.map((_, i) => readState(yEnv).runtimes.find((x) => x.name === `y${i}`)?.cwd), dirs);
 });

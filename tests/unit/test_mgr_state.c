@@ -4,16 +4,24 @@
  * (fixtures/state_go.yaml is go-yaml v3.0.1's output for the Go CLI's
  * types), so each reads the other's; hostile files are bounded and
  * refused item by item; stale entries are marked stopped; names resolve as
- * the Go CLI resolves them. */
+ * the Go CLI resolves them; only a proven server is signalled; and
+ * mgr_client reads curl's header lines by their length. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "check.h"
 #include "fileio.h"
 #include "mem.h"
+#include "mgr_client.h"
+#include "mgr_daemon.h"
 #include "mgr_names.h"
 #include "mgr_state.h"
 
@@ -203,6 +211,232 @@ static void test_stale_entries_are_marked_stopped(void)
     mgr_state_clear(&st);
 }
 
+/* A process that is not a server: `sh -c 'sleep 600; :' sh ARGS...` (its
+ * argv holds ARGS; the `; :` keeps the shell from exec'ing sleep), leading
+ * a process group of its own as a server does. */
+static pid_t s_bystander(const char *a1, const char *a2, const char *a3)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        /* Nothing of ours held open (ctest waits for its pipes). */
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(null, 1), dup2(null, 2);
+        execl("/bin/sh", "sh", "-c", "sleep 600; :", "sh", a1, a2, a3, (char *)NULL);
+        _exit(127);
+    }
+    /* Until it has exec'd, its argv is ours: wait for sh's. */
+    for (int i = 0; i < 400; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+        size_t len = 0;
+        char *cmd = fileio_read(path, 4096, &len);
+        bool sh = cmd && len > 3 && !strcmp(cmd, "sh");
+        free(cmd);
+        if (sh)
+            break;
+        usleep(5000);
+    }
+    return pid;
+}
+
+/* Whether pid, our child, is still running (not exited nor killed). */
+static bool s_running(pid_t pid)
+{
+    return waitpid(pid, NULL, WNOHANG) == 0;
+}
+
+static mgr_kernel_t *s_put_running(mgr_state_t *st, const char *name, pid_t pid, long port)
+{
+    mgr_kernel_t *k = mgr_state_put_kernel(st, name);
+    k->pid = pid;
+    k->port = port;
+    k->status = xstrdup("running");
+    return k;
+}
+
+static void test_only_a_proven_server_is_signalled(void)
+{
+    mgr_state_t st = s_empty();
+    char why[512];
+    pid_t plain = s_bystander("-x", "-y", "-z");
+    pid_t like = s_bystander("--http", "--port", "8799");
+    mgr_proc_id_t id;
+    CHECK_EQ_INT(mgr_state_proc_id(plain, &id), 0);
+    CHECK(id.start > 0 && id.ino > 0);
+    mgr_proc_id_t gone;
+    CHECK_EQ_INT(mgr_state_proc_id(0, &gone), -1);
+
+    /* Port 0, no identity: nothing shows it is a server (the old check
+     * skipped the argv then and took it for alive). */
+    mgr_kernel_t *k = s_put_running(&st, "port0", plain, 0);
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+    CHECK(strstr(why, "no port and no identity") != NULL);
+    CHECK(!mgr_state_alive(k));
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), 0);
+    CHECK_EQ_STR(k->status, "stopped");
+    CHECK(s_running(plain));
+
+    /* An argv like a server's, no identity: alive, never signalled. */
+    k = s_put_running(&st, "noid", like, 8799);
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_UNPROVEN);
+    CHECK(mgr_state_alive(k));
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), -1);
+    CHECK(strstr(why, "records no identity") != NULL);
+    CHECK_EQ_STR(k->status, "running");
+    CHECK(s_running(like));
+
+    /* An identity that is not the process's: another start time, another
+     * executable. */
+    k = s_put_running(&st, "other", plain, 0);
+    k->proc = id;
+    k->proc.start++;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+    CHECK(strstr(why, "start time differs") != NULL);
+    k->proc = id;
+    k->proc.ino++;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+    CHECK(strstr(why, "executable differs") != NULL);
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), 0);
+    CHECK(s_running(plain));
+    /* Its own identity but a port its argv lacks. */
+    k = s_put_running(&st, "wrongport", plain, 8798);
+    k->proc = id;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_GONE);
+
+    /* Proven: stopped, and only then. */
+    k = s_put_running(&st, "proven", plain, 0);
+    k->proc = id;
+    CHECK_EQ_INT(mgr_state_proc(k, why, sizeof why), MGR_PROC_PROVEN);
+    CHECK_EQ_INT(mgr_daemon_stop(k, why, sizeof why), 0);
+    CHECK_EQ_STR(k->status, "stopped");
+    CHECK(k->pid == 0 && k->proc.start == 0);
+    CHECK(!s_running(plain));
+    /* Gone now: its identity cannot be read. */
+    CHECK_EQ_INT(mgr_state_proc_id(plain, &gone), -1);
+
+    kill(-plain, SIGKILL); /* the sleep its shell left */
+    kill(-like, SIGKILL);
+    waitpid(like, NULL, 0);
+    mgr_state_clear(&st);
+}
+
+static void test_the_identity_round_trips_and_is_checked(void)
+{
+    mgr_state_t st = s_empty();
+    char err[256];
+    mgr_kernel_t *k = s_put_running(&st, "py@p", 4242, 8720);
+    k->proc = (mgr_proc_id_t){123456789ULL, 2049, 18446744073709551615ULL};
+    char *t = mgr_state_text(&st, err, sizeof err);
+    CHECK(t && strstr(t, "\n      proc_start: 123456789\n      proc_dev: 2049\n"
+                         "      proc_ino: 18446744073709551615\n") != NULL);
+    mgr_state_t back = s_empty();
+    CHECK_EQ_INT(mgr_state_parse(&back, t, strlen(t), err, sizeof err), 0);
+    mgr_kernel_t *b = mgr_state_kernel(&back, "py@p");
+    CHECK(b && b->proc.start == 123456789ULL && b->proc.dev == 2049 && b->proc.ino == 18446744073709551615ULL);
+    mgr_state_clear(&back);
+    free(t);
+    /* Marked stopped: the identity goes with the pid, and is not written. */
+    mgr_state_mark_stopped(k);
+    t = mgr_state_text(&st, err, sizeof err);
+    CHECK(t && !strstr(t, "proc_"));
+    free(t);
+    mgr_state_clear(&st);
+    /* A value that is not a 64-bit number: the item is dropped. */
+    static const char *const bad[] = {"-1", "1.5", "18446744073709551616", "abc", "' 7'"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *y = xasprintf("kernels:\n    - name: a\n      port: 1\n      pid: 2\n      proc_start: %s\n", bad[i]);
+        CHECK_EQ_INT(mgr_state_parse(&st, y, strlen(y), err, sizeof err), 0);
+        CHECK_EQ_INT(st.nkernels, 0);
+        mgr_state_clear(&st);
+        free(y);
+    }
+}
+
+/* Every value comes back as written: line breaks YAML knows beyond \n
+ * (NEL U+0085, LS U+2028, PS U+2029), controls, a BOM, characters libyaml
+ * refuses to read raw, and what a plain scalar cannot start or end with.
+ * A double-quoted value is also JSON (vscode-rat reads it with
+ * JSON.parse), so escapes are \uXXXX. */
+static void test_every_value_round_trips(void)
+{
+    static const char *values[] = {
+        "/w/a\u2028b", "/w/a\u2029b", "/w/a\xc2\x85" "b", "\u2028", "/w/\xc2\x85", "a\u2028\u2029\xc2\x85z",
+        " lead", "trail ", "\ttab", "tab\t", "a\tb", "a: b", "a:", "a #b", "#x", "a#b", "a\x01z", "a\rb",
+        "a\r\nb", "a\nb", "\xef\xbb\xbf" "bom", "a\xef\xbb\xbf" "b", "a\x7fz", "a\xc2\x80z", "a\xc2\x9fz",
+        "a\xef\xbf\xbez", "a\xef\xbf\xbfz", "- x", "-", "---", "...", "a\\b", "'q'", "\"dq\"", "\xc2\xa0",
+        "a\xc2\xa0", "? x", "[x]", "{x}", "*x", "&x", "!x", "|x", ">x", "%x", "@x", "`x", "8717", "yes", "~",
+        "null", "", "0o17", "1e3", ".inf", "<<", "\xf0\x9f\x90\x80 rat", "a\xe2\x80\x8bz", NULL, NULL,
+    };
+    /* Keys past the 1024 characters a YAML reader takes for an implicit
+     * key (also an env key here). */
+    char *long1 = xmalloc(1101), *long2 = xmalloc(4001);
+    memset(long1, 'k', 1100), long1[1100] = '\0';
+    memset(long2, 'x', 4000), long2[4000] = '\0';
+    memcpy(long2 + 100, ": #\u2028", 6);
+    values[sizeof values / sizeof values[0] - 2] = long1;
+    values[sizeof values / sizeof values[0] - 1] = long2;
+    char err[256];
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        const char *v = values[i];
+        mgr_state_t st = s_empty();
+        mgr_kernel_t *k = mgr_state_put_kernel(&st, "k");
+        k->cwd = xstrdup(v);
+        k->status = xstrdup("stopped");
+        mgr_runtime_t *r = mgr_state_put_runtime(&st, "r");
+        r->cwd = xstrdup(*v ? v : "/");
+        r->env = xcalloc(1, sizeof *r->env);
+        r->env[0] = (mgr_kv_t){xstrdup(*v ? v : "K"), xstrdup(v)};
+        r->nenv = 1;
+        char *t = mgr_state_text(&st, err, sizeof err);
+        CHECK(t != NULL);
+        mgr_state_t back = s_empty();
+        int rc = t ? mgr_state_parse(&back, t, strlen(t), err, sizeof err) : -1;
+        mgr_kernel_t *bk = mgr_state_kernel(&back, "k");
+        mgr_runtime_t *br = mgr_state_runtime(&back, "r");
+        bool same = rc == 0 && bk && br && !strcmp(bk->cwd, v) && !strcmp(br->cwd, *v ? v : "/") && br->nenv == 1 &&
+                    !strcmp(br->env[0].key, *v ? v : "K") && !strcmp(br->env[0].value, v);
+        if (!same)
+            fprintf(stderr, "value %zu does not round-trip (rc %d, %s):\n%s\n", i, rc, rc ? err : "changed", t ? t : "");
+        CHECK(same);
+        /* The cwd line, as vscode-rat reads it: a double-quoted value is JSON. */
+        const char *line = t ? strstr(t, "\n      cwd: ") : NULL;
+        if (line && line[12] == '"') {
+            const char *q = line + 12, *end = strchr(q, '\n');
+            char *js = xstrndup(q, (size_t)(end - q));
+            json_object *o = json_tokener_parse(js);
+            CHECK(o && json_object_is_type(o, json_type_string) && !strcmp(json_object_get_string(o), v));
+            json_object_put(o);
+            free(js);
+        }
+        mgr_state_clear(&back);
+        mgr_state_clear(&st);
+        free(t);
+    }
+    free(long1);
+    free(long2);
+}
+
+/* mgr_client reads curl's header lines by their length: curl does not
+ * terminate them, and what follows a line in its buffer is not that line
+ * (here the next header, which a strstr on the line used to find). */
+static void test_client_header_lines_are_read_by_length(void)
+{
+    static const char lines[] = "Content-Type: application/json\r\nX-Other: text/event-stream\r\n";
+    size_t first = strlen("Content-Type: application/json\r\n");
+    /* Exactly the line's bytes in their own allocation (ASan sees a read
+     * past it), and in the buffer with the next line after it. */
+    char *own = xmalloc(first);
+    memcpy(own, lines, first);
+    CHECK_EQ_INT(mgr_client_header_sse(own, first), 0);
+    free(own);
+    CHECK_EQ_INT(mgr_client_header_sse(lines, first), 0);
+    CHECK_EQ_INT(mgr_client_header_sse("content-type: text/event-stream\r\n", 33), 1);
+    CHECK_EQ_INT(mgr_client_header_sse("Content-Type: text/event-stream", 20), 0);
+    CHECK_EQ_INT(mgr_client_header_sse(lines + first, sizeof lines - 1 - first), -1);
+    CHECK_EQ_INT(mgr_client_header_sse("Content-Type:", 13), -1);
+}
+
 static void test_names(void)
 {
     CHECK(mgr_names_valid("py@proj"));
@@ -308,6 +542,10 @@ int main(int argc, char **argv)
     test_an_empty_state_and_a_new_entry_in_the_go_layout();
     test_hostile_files();
     test_stale_entries_are_marked_stopped();
+    test_only_a_proven_server_is_signalled();
+    test_the_identity_round_trips_and_is_checked();
+    test_every_value_round_trips();
+    test_client_header_lines_are_read_by_length();
     test_names();
     test_resolution();
     printf("%d passed, %d failed\n", check_passed, check_failed);
