@@ -80,7 +80,7 @@ static bool s_token_eq(const transport_http_t *self, const char *given)
  * can carry; an open route (public files) needs none. A query token is
  * never taken for a request that changes something, nor for the file API:
  * a URL with the token in it ends up in logs and histories, and must not
- * be enough to write files (Jupyter's own API is moving the same way). */
+ * be enough to write files. */
 static bool s_token_ok(const transport_http_t *self, struct MHD_Connection *c, const char *url, const char *method)
 {
     if (!self->token)
@@ -144,9 +144,10 @@ static enum MHD_Result s_refuse_peer(transport_http_t *self, struct MHD_Connecti
 }
 
 /* Checks that apply to every request: the peer's user (loopback without a
- * token), then Host/Origin (DNS rebinding), then the token. A CORS preflight (preflight: an OPTIONS request) passes after
- * Host and Origin, before the token: browsers never send Authorization on
- * one, so with a token no cross-origin page could ever connect. Its answer
+ * token), then Host/Origin (DNS rebinding), then the token. A CORS
+ * preflight (preflight: an OPTIONS request) passes after Host and Origin,
+ * before the token: browsers never send Authorization on one, so with a
+ * token no cross-origin page could ever connect. Its answer
  * grants nothing but leave to send the real request, which needs the
  * token. */
 enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, const char *method,
