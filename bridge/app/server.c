@@ -308,6 +308,12 @@ static int s_start_http(s_app_t *app, const rat_options_t *cfg, mcp_server_t *mc
             free(cert);
             return 2;
         }
+        /* As for a token file: a private key others can read is no longer
+         * private (anyone who has it can pose as this server). */
+        struct stat kst;
+        if (stat(cfg->tls_key, &kst) == 0 && (kst.st_mode & 077))
+            fprintf(stderr, "rat-py: warning: --tls-key %s can be read by other users (mode %03o); chmod 600 it\n",
+                    cfg->tls_key, (unsigned)(kst.st_mode & 0777));
         /* What GnuTLS would refuse with one word for both, said per file. */
         const char *opt = NULL, *path = NULL, *why = NULL;
         if (!strstr(cert, "-----BEGIN CERTIFICATE-----"))

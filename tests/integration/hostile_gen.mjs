@@ -180,3 +180,36 @@ export function vmHWM(pid) {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m[1]) / 1024;
 }
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/**
+ * Pings judged against figures taken in the same run, not against a
+ * wall-clock constant: a loaded machine (CI, a user's laptop, the 2-core
+ * machine the suite is developed on) slows every ping, and a fixed 100 ms
+ * once failed at 104 ms with nothing wrong. idle: pings on the idle server
+ * before any batch; after: the ping right after each batch; control: a
+ * second ping right after that one, when nothing of the batch can be left,
+ * so that it carries the machine's load of that moment and nothing else.
+ * Work a batch leaves behind shows up as after ≫ control, batch after
+ * batch: the median ping after a batch may be at most 4× the median control
+ * plus the idle figure. A batch that blocks the loop shows up in one ping:
+ * none may take more than one second (×SLOWDOWN under valgrind: slow) plus
+ * 10× its own control. Returns a one-line summary for t.diagnostic.
+ */
+export function checkPingLatencies({ idle, after, control }, slow = 1) {
+  assert.equal(after.length, control.length);
+  const idleMs = median(idle);
+  const bound = 4 * median(control.map((c) => c.dt)) + idleMs;
+  const med = median(after.map((a) => a.dt));
+  after.forEach((a, i) => {
+    const limit = 1000 * slow + 10 * control[i].dt;
+    assert.ok(a.dt < limit, `ping after ${a.label} answered in ${a.dt.toFixed(1)} ms (its control ping: ` +
+      `${control[i].dt.toFixed(1)} ms; at most ${limit.toFixed(0)} ms)`);
+  });
+  assert.ok(med <= bound, `the median ping after a batch took ${med.toFixed(2)} ms, more than 4× the median control ` +
+    `ping + the idle figure (${bound.toFixed(2)} ms): the batches leave work behind`);
+  const worst = after.reduce((w, a) => (a.dt > w.dt ? a : w));
+  return `ping after each batch: median ${med.toFixed(2)} ms (bound ${bound.toFixed(2)}: 4× the median control ` +
+    `${median(control.map((c) => c.dt)).toFixed(2)} ms + idle ${idleMs.toFixed(2)} ms), max ${worst.dt.toFixed(2)} ms (after ${worst.label})`;
+}

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -75,9 +75,13 @@ test('curl: /mcp, an SSE stream and /health over HTTPS, verified against the tes
     // Not verified: no CA.
     r = curl([`${base}/health`]);
     assert.equal(r.code, 60, r.err); // SSL certificate problem
-    // Plain HTTP on the HTTPS port: no answer.
-    r = curl([`http://127.0.0.1:${s.port}/health`]);
-    assert.notEqual(r.status, 200);
+    // Plain HTTP on the HTTPS port: a readable 400 that says to use
+    // https://, not an empty reply; then the port still serves HTTPS.
+    r = curl([`http://127.0.0.1:${s.port}/health?token=${TOKEN}`]);
+    assert.equal(r.status, 400, `${r.err} ${r.body}`);
+    assert.match(r.body, /^400 Bad Request: this port speaks HTTPS, and the request came in plain HTTP\. Use https:\/\/ in the URL\.\n$/);
+    r = curl(['--cacert', CA, `${base}/health?token=${TOKEN}`]);
+    assert.equal(r.status, 200);
   } finally {
     await s.stop();
   }
@@ -108,6 +112,46 @@ test('a non-loopback --host without TLS warns that the token crosses the network
     assert.equal(curl(['--cacert', CA, `https://127.0.0.1:${t.port}/health?token=${TOKEN}`]).status, 200);
   } finally {
     await t.stop();
+  }
+});
+
+/** openssl s_client's handshake with these options: the protocol and cipher agreed, or null when refused. */
+function handshake(port, args) {
+  const r = spawnSync('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', 'localhost', ...args],
+    { input: '', encoding: 'utf8', timeout: 30_000 });
+  const m = /New, (\S+), Cipher is (\S+)/.exec(r.stdout);
+  return m && m[2] !== '(NONE)' ? `${m[1]} ${m[2]}` : null;
+}
+
+test('TLS 1.2 and 1.3 with AEAD suites only: TLS 1.0, 1.1 and CBC suites are refused (Mozilla "intermediate")', async () => {
+  const s = await startHttp(['--tls-cert', CERT, '--tls-key', KEY], { RAT_PY_TOKEN: TOKEN });
+  try {
+    // The client offers old protocols only when its own security level allows them.
+    const old = ['-cipher', 'DEFAULT:@SECLEVEL=0'];
+    assert.equal(handshake(s.port, ['-tls1', ...old]), null, 'TLS 1.0');
+    assert.equal(handshake(s.port, ['-tls1_1', ...old]), null, 'TLS 1.1');
+    for (const cbc of ['ECDHE-RSA-AES128-SHA', 'ECDHE-RSA-AES256-SHA', 'AES128-SHA', 'AES128-SHA256', 'ECDHE-RSA-AES128-SHA256'])
+      assert.equal(handshake(s.port, ['-tls1_2', '-cipher', `${cbc}:@SECLEVEL=0`]), null, cbc);
+    assert.equal(handshake(s.port, ['-tls1_2', '-cipher', 'AES128-GCM-SHA256']), null, 'RSA key exchange');
+    assert.equal(handshake(s.port, ['-tls1_2']), 'TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384');
+    assert.equal(handshake(s.port, ['-tls1_2', '-cipher', 'ECDHE-RSA-CHACHA20-POLY1305']), 'TLSv1.2 ECDHE-RSA-CHACHA20-POLY1305');
+    assert.match(handshake(s.port, ['-tls1_3']) ?? '', /^TLSv1\.3 TLS_(AES_(128|256)_GCM_SHA(256|384)|CHACHA20_POLY1305_SHA256)$/);
+    assert.equal(curl(['--cacert', CA, `https://127.0.0.1:${s.port}/health?token=${TOKEN}`]).status, 200);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('a --tls-key other users can read is warned about, as a token file is', async () => {
+  const loose = path.join(dir, 'loose.key');
+  writeFileSync(loose, readFileSync(KEY), { mode: 0o644 });
+  chmodSync(loose, 0o644);
+  const s = await startHttp(['--tls-cert', CERT, '--tls-key', loose], { RAT_PY_TOKEN: TOKEN });
+  try {
+    await until(() => /notebook at/.test(s.stderr()), ms(5000), 'the lines after the first');
+    assert.match(s.stderr(), /rat-py: warning: --tls-key \S*loose\.key can be read by other users \(mode 644\); chmod 600 it\n/);
+  } finally {
+    await s.stop();
   }
 });
 

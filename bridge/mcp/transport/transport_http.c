@@ -1,7 +1,9 @@
 /* transport_http: MCP over Streamable HTTP with libmicrohttpd, in the loop:
  * the daemon, request routing (POST, GET, DELETE, extra routes) and the
  * public API. The pieces, sharing transport_http_internal.h:
- *   transport_http_guard.c    who may talk to us: Host, Origin, bearer token
+ *   transport_http_guard.c    who may talk to us: the peer's user, Host, Origin, bearer token
+ *   transport_http_conn.c     what is known of a connection (its peer's user, a %00 in a request)
+ *   transport_http_tls.c      what HTTPS accepts; plain HTTP sent to it
  *   transport_http_session.c  sessions, and the SSE streams that carry their messages */
 #define LOG_MODULE "http"
 #include "transport_http_internal.h"
@@ -486,7 +488,7 @@ static enum MHD_Result s_handle_route(transport_http_t *self, struct MHD_Connect
 }
 
 /* The handler whose prefix url starts with, or -1. */
-static int s_find_handler(const transport_http_t *self, const char *url)
+int http_find_handler(const transport_http_t *self, const char *url)
 {
     for (int i = 0; i < self->nhandlers; i++)
         if (strncmp(url, self->handlers[i].prefix, strlen(self->handlers[i].prefix)) == 0)
@@ -515,11 +517,21 @@ static enum MHD_Result s_handle_handler(transport_http_t *self, struct MHD_Conne
 static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connection *c, const char *url,
                                     const char *method, http_req_t *req)
 {
+    /* Read (and cleared) for every request, whatever answers it. */
+    http_conn_t *hc = http_conn(c);
+    bool nul = hc && hc->nul;
+    if (hc)
+        hc->nul = false;
     bool refused = false;
-    enum MHD_Result rc = http_guard(self, c, url, strcmp(method, "OPTIONS") == 0, &refused);
+    enum MHD_Result rc = http_guard(self, c, url, method, &refused);
     if (refused) {
         req->answered = true;
         return rc;
+    }
+    if (nul) {
+        req->answered = true;
+        return http_error(self, c, MHD_HTTP_BAD_REQUEST, -32000,
+                          "Bad Request: the path or query holds a NUL byte (%00), which would cut it short");
     }
     bool is_mcp = strcmp(url, "/mcp") == 0;
     if (strcmp(method, "OPTIONS") == 0) {
@@ -538,7 +550,7 @@ static enum MHD_Result s_first_call(transport_http_t *self, struct MHD_Connectio
     if (!is_mcp) {
         /* Routes answer on the final call; a handler's body has its own
          * bound. Too large: read and discard it, then the handler says so. */
-        req->handler = s_find_handler(self, url);
+        req->handler = http_find_handler(self, url);
         if (req->handler >= 0) {
             size_t max = self->handlers[req->handler].max_body;
             req->body.max = max ? max : self->max_body;
@@ -793,6 +805,9 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
     self->server = server;
     self->loopback = loopback;
     self->token = o->token && *o->token ? xstrdup(o->token) : NULL;
+    self->peer_check = loopback && !self->token;
+    self->tls = tls;
+    self->uid = geteuid();
     self->allow_origins = strv_dup(o->allow_origins);
     self->max_body = o->max_body ? o->max_body : (4u << 20);
     self->max_bodies = o->max_bodies ? o->max_bodies : (64u << 20);
@@ -818,8 +833,11 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)(o->connection_timeout_s > 0 ? o->connection_timeout_s : 30),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
+        MHD_OPTION_NOTIFY_CONNECTION, http_on_connection, self,
+        MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, self,
         tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, self->tls_cert,
         MHD_OPTION_HTTPS_MEM_KEY, self->tls_key,
+        MHD_OPTION_HTTPS_PRIORITIES, http_tls_priorities,
         MHD_OPTION_END);
     if (!self->daemon) {
         if (tls && self->mhd_said[0] && (strstr(self->mhd_said, "certificate") || strstr(self->mhd_said, "key") ||
@@ -833,6 +851,8 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
         transport_http_destroy(&self);
         return NULL;
     }
+    if (tls)
+        http_tls_listen_setup(self);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_BIND_PORT);
     self->port = info ? info->port : o->port;
     info = MHD_get_daemon_info(self->daemon, MHD_DAEMON_INFO_EPOLL_FD);

@@ -7,9 +7,12 @@
  * Sessions have secure random ids (Mcp-Session-Id) and share the MCP server
  * (and so, in rat-py, one kernel).
  *
- * Security: Host and Origin are checked against DNS rebinding (403), a bearer
- * token can be required (401, compared in constant time), CORS headers go to
- * allowed browser origins only. Bounded: request bodies, headers (per
+ * Security: on a loopback address without a token only the server's own
+ * user may connect (the peer socket's owner, looked up once per connection:
+ * 403 to others), Host and Origin are checked against DNS rebinding (403), a
+ * bearer token can be required (401, compared in constant time), CORS
+ * headers go to allowed browser origins only; a %00 in a URL is 400; HTTPS
+ * is TLS 1.2/1.3 with AEAD suites. Bounded: request bodies, headers (per
  * connection memory), connections, sessions (idle ones expire and the oldest
  * idle one is evicted when the table is full), queued stream output.
  *
@@ -103,8 +106,9 @@ void transport_http_route(transport_http_t *self, const char *prefix, http_route
  * Host/Origin checks still apply. */
 void transport_http_route_open(transport_http_t *self, const char *prefix, http_route_fn *fn, void *ud);
 /* Adds a handler for every method under prefix (before the GET routes),
- * with the same token, Host and Origin rules as a GET route (the `token`
- * query argument included, as Jupyter's API takes it). Its request bodies
+ * with the same token, Host and Origin rules as a GET route, except that
+ * the token must come in the Authorization header: a `token` query argument
+ * is not taken (a URL that holds it must not be enough to write files). Its request bodies
  * may be up to max_body bytes (0: the transport's max_body), still counted
  * in the transport's max_bodies. */
 void transport_http_handler(transport_http_t *self, const char *prefix, size_t max_body, http_handler_fn *fn,

@@ -97,6 +97,21 @@ typedef struct {
     int handler;                  /* index in transport->handlers, or -1 */
 } http_req_t;
 
+/* Per connection state (MHD's socket_context), from accept to close
+ * (transport_http_conn.c). */
+typedef enum {
+    HTTP_PEER_UNCHECKED, /* no check: a token decides, or not a loopback bind */
+    HTTP_PEER_OWN,       /* the peer's socket is the server's own user's */
+    HTTP_PEER_OTHER,     /* another user's (uid) */
+    HTTP_PEER_UNKNOWN,   /* cannot tell (the peer's socket is closed, or the system would not say) */
+} http_peer_t;
+
+typedef struct {
+    http_peer_t peer;             /* decided once, when the connection is accepted */
+    uid_t uid;                    /* HTTP_PEER_OTHER: whose */
+    bool nul;                     /* the request being read has a %00 in its path or query */
+} http_conn_t;
+
 typedef struct {
     char prefix[64];
     http_route_fn *fn;
@@ -119,6 +134,13 @@ struct transport_http {
     uint64_t mhd_timer, keepalive_timer, sweep_timer, run_timer;
     int port;
     bool loopback;                /* bound to a loopback address */
+    /* Loopback without a token: only the server's own user may talk
+     * (doc/security.md, "Who may connect"); the peer's uid is looked up once
+     * per connection. */
+    bool peer_check;
+    bool tls;
+    uid_t uid;                    /* geteuid() at start */
+    unsigned long peers_refused;  /* connections from other users: the first is logged as a warning */
     char *token;                  /* owned */
     char *tls_cert, *tls_key;     /* owned PEM text (MHD reads them while it starts); the key wiped at the end */
     char mhd_said[512];           /* libmicrohttpd's last log line (why a start failed) */
@@ -146,10 +168,23 @@ enum MHD_Result http_error(transport_http_t *self, struct MHD_Connection *c, uns
                            const char *msg);
 void http_schedule_run(transport_http_t *self);
 
+int http_find_handler(const transport_http_t *self, const char *url);
+
 /* transport_http_guard.c */
 bool http_origin_ok(const transport_http_t *self, const char *origin);
-enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, bool preflight,
+enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, const char *method,
                            bool *refused);
+
+/* transport_http_conn.c */
+http_conn_t *http_conn(struct MHD_Connection *c);
+void http_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe);
+size_t http_unescape(void *cls, struct MHD_Connection *c, char *s);
+
+/* transport_http_tls.c */
+extern const char http_tls_priorities[];
+void http_tls_listen_setup(transport_http_t *self);
+void http_tls_sniff(int fd);
 
 /* transport_http_session.c */
 http_stream_t *http_stream_new(transport_http_t *self, http_session_t *sess, struct MHD_Connection *c, bool is_get);
