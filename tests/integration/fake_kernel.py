@@ -25,7 +25,8 @@ then on every shell request is held, unanswered and unacknowledged (no busy
 status), as a kernel stuck in its shell handler would leave them. SIGUSR1
 ends the stall: the held requests are answered in the order they came, and
 every later one at once. An execute_request is answered as ipykernel does:
-busy, execute_input, a stream "ran: CODE", execute_reply ok, idle.
+busy, execute_input, a stream "ran: CODE", execute_reply ok, idle; the code
+"sleep N" sleeps N seconds after its busy (a long computation, not silence).
 """
 import json
 import os
@@ -33,6 +34,7 @@ import secrets
 import signal
 import sys
 import threading
+import time
 
 import zmq
 from jupyter_client.session import Session
@@ -94,6 +96,8 @@ def main():
         status("busy", header)
         iopub.send_multipart(signed_frames(session, "execute_input", {"code": code, "execution_count": count},
                                            header, [b"kernel.fake.execute_input"]))
+        if code.startswith("sleep "):
+            time.sleep(float(code.split()[1]))
         iopub.send_multipart(signed_frames(session, "stream", {"name": "stdout", "text": f"ran: {code}\n"}, header,
                                            [b"stream.stdout"]))
         shell.send_multipart(idents + signed_frames(session, "execute_reply", {

@@ -80,8 +80,13 @@ test('a kernel that answers its heartbeat but not its shell: the waiting calls a
     const third = await run(h, 'third', {}, late);
     assert.match(third.text, /^ran: third\n\n✓ [\d.]+m?s$/);
     assert.equal(third.isError, false);
+    // A computation longer than the bound is not silence: the kernel said busy.
+    const long = await run(h, `sleep ${BOUND_S + 1}`, { wait: 3600 }, late);
+    assert.equal(long.isError, false, long.text);
+    assert.match(long.text, /^ran: sleep \d+\n\n✓ [\d.]+m?s$/);
+    assert.equal(h.events.filter((e) => e.type === 'kernel_not_answering').length, 1);
     const after = await ctl(h, 'status');
-    assert.match(after.text, /^fake idle \| exec #3 \|/);
+    assert.match(after.text, /^fake idle \| exec #4 \|/);
     assert.doesNotMatch(after.text, /not answering/);
     assert.equal(after.result.structuredContent.not_answering_ms, undefined);
   } finally {
