@@ -4,7 +4,8 @@
  * parent is its msg_id (or by its reply). A run still unacknowledged after
  * shell_timeout_ms, while the kernel's last published status is not busy
  * (busy with another client's request, or with an earlier run rat-py gave
- * up on, is work, not silence), makes the kernel "not answering": the
+ * up on, is work, not silence; busy with one of rat-py's own
+ * kernel_info_requests is not), makes the kernel "not answering": the
  * callers that wait for a run (the stuck one and those queued behind it)
  * are told at once with what to do (runtime_observer_t.on_silent), the
  * watcher gets RUNTIME_EV_SILENT, runtime_status says since when. Nothing
@@ -100,12 +101,26 @@ void rt_watchdog_alive(runtime_t *self)
         rt_watchdog_arm(self);
 }
 
+/* A kernel_info_request of rat-py's own (a probe, a barrier): never long,
+ * so a kernel that stays busy with one is stuck, not working. */
+static bool s_is_check(const runtime_t *self, const char *parent_id)
+{
+    if (!parent_id)
+        return false;
+    for (const rt_req_t *r = self->reqs; r; r = r->next)
+        if ((r->kind == REQ_PROBE || r->kind == REQ_BARRIER) && strcmp(r->msg_id, parent_id) == 0)
+            return true;
+    return false;
+}
+
 void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
 {
     if (strcmp(m->msg_type, "status") != 0)
         return;
     const char *st = wire_get_str(m->content, "execution_state");
     if (!st)
+        return;
+    if (strcmp(st, "busy") == 0 && s_is_check(self, m->parent_id))
         return;
     if (strcmp(st, "busy") == 0)
         self->kernel_busy = true;
