@@ -14,9 +14,10 @@ import { connect, run, ctl, scratch, ms, until, WRAPPED } from './lib.mjs';
 
 const PYTHON = '/usr/bin/python3'; // Debian's, with jupyter_client and pyzmq
 const FAKE = path.join(path.dirname(new URL(import.meta.url).pathname), 'fake_kernel.py');
-// Short, so the test is quick; longer under a wrapper (valgrind), where
-// rat-py may take a while to read the busy of a run the kernel took at once.
-const BOUND_S = WRAPPED ? Math.ceil(ms(2000) / 1000) : 2;
+// Short, so the test is quick, yet long enough that the runs the kernel
+// takes at once are never taken for silence on a loaded machine; longer
+// under a wrapper (valgrind), where rat-py reads their busy late.
+const BOUND_S = WRAPPED ? Math.ceil(ms(3000) / 1000) : 4;
 
 async function startFake(file) {
   const child = spawn(PYTHON, [FAKE, file, '--silent'], { stdio: ['ignore', 'pipe', 'pipe'] });
