@@ -108,6 +108,12 @@ int rat_options_check(const rat_options_t *o, char *err, size_t errlen)
                  RAT_MAX_UNSENT_MB, o->unsent_max_mb);
         return -1;
     }
+    if (o->shell_timeout_s < 0 || o->shell_timeout_s > RAT_MAX_SHELL_TIMEOUT_S) {
+        snprintf(err, errlen, "--shell-timeout (shell_timeout_s) must be 1-%d seconds (or 0 for the default, 30), "
+                              "not %d",
+                 RAT_MAX_SHELL_TIMEOUT_S, o->shell_timeout_s);
+        return -1;
+    }
     for (size_t i = 0; o->allow_origins && o->allow_origins[i]; i++) {
         if (i >= RAT_MAX_ALLOW_ORIGINS) {
             snprintf(err, errlen, "--allow-origin (allow_origins) may be given at most %d times",

@@ -426,6 +426,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
         .runtime_dir = rtdir,
         .assets_dir = assets,
         .boot_timeout_ms = cfg->boot_timeout_s * 1000,
+        .shell_timeout_ms = cfg->shell_timeout_s * 1000, /* 0: the runtime's default */
         .allow_restart = cfg->allow_restart,
         .spare = cfg->spare,
     };

@@ -46,6 +46,8 @@ void config_usage(FILE *out)
           "  --allow-restart      let ctl restart act on an --existing kernel\n"
           "  --assets-dir DIR     where full outputs are kept (default: <cwd>/.rat-assets)\n"
           "  --boot-timeout SEC   give up on a kernel not ready after SEC seconds (default: 60)\n"
+          "  --shell-timeout SEC  say the kernel is not answering when it has not taken a run\n"
+          "                       for SEC seconds while not busy (default: 30)\n"
           "  --spare              keep a second, warm kernel so ctl restart (and reset --scope\n"
           "                       all) swaps it in at once; costs a kernel's memory\n"
           "  --assets-max-mb N    keep at most N MB of saved outputs, oldest go first (default: 512)\n"
@@ -307,6 +309,16 @@ int config_parse(config_t *cfg, int argc, char **argv)
                 return -1;
             }
             o->assets_max_mb = n;
+            continue;
+        }
+        if (missing)
+            goto missing;
+        if ((v = config_opt_value(argc, argv, &i, "--shell-timeout", &missing)) != NULL) {
+            if (!s_number(v, 1, RAT_MAX_SHELL_TIMEOUT_S, &n)) {
+                fprintf(stderr, "rat-py: --shell-timeout needs 1-%d seconds, not '%s'\n", RAT_MAX_SHELL_TIMEOUT_S, v);
+                return -1;
+            }
+            o->shell_timeout_s = (int)n;
             continue;
         }
         if (missing)

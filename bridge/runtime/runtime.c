@@ -71,6 +71,7 @@ runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t 
     self->kernelspec_dir = xstrdup(o->kernelspec_dir);
     self->env_extra = strv_dup(o->env_extra);
     self->boot_timeout_ms = o->boot_timeout_ms;
+    self->shell_timeout_ms = o->shell_timeout_ms;
     self->allow_restart = o->allow_restart;
     self->want_spare = o->spare;
     self->connect = o->connect;
@@ -116,6 +117,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
     loop_timer_cancel(self->loop, self->spare_timer);
     loop_timer_cancel(self->loop, self->collect_timer);
     loop_timer_cancel(self->loop, self->state_timer);
+    loop_timer_cancel(self->loop, self->watchdog_timer);
     rt_move_free_all(self);
     rt_spare_drop(self);
     kernel_destroy(&self->kernel, grace_ms);
@@ -182,6 +184,7 @@ void runtime_status(runtime_t *self, runtime_status_t *out)
     out->spare_pid = self->spare ? kernel_pid(self->spare) : 0;
     out->boot_ms = self->kernel ? kernel_boot_ms(self->kernel) : 0;
     out->reset_ms = -1;
+    out->silent_ms = runtime_silent_ms(self);
     for (rt_req_t *r = self->reqs; r; r = r->next)
         if (r->kind == REQ_RESET)
             out->reset_ms = loop_now_ms() - r->sent_ms;

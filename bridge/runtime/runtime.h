@@ -39,6 +39,8 @@
 typedef struct runtime runtime_t;
 typedef struct runtime_exec runtime_exec_t;
 
+#define RUNTIME_SHELL_TIMEOUT_MS 30000 /* the shell watchdog's default bound (--shell-timeout) */
+
 typedef struct {
     const char *kernel_name;   /* kernelspec to find and launch, unless one of: */
     /* rat-py's own kernelspec (kernelspec/kernel.json, built in), or the
@@ -55,6 +57,10 @@ typedef struct {
     const char *env_note;      /* informational, e.g. why a venv was (not) used */
     char *const *env_extra;    /* extra "KEY=VALUE" for the kernel */
     int boot_timeout_ms;
+    /* The shell watchdog's bound (runtime_watchdog.c): a run the kernel has
+     * not acknowledged this long, while it is not busy with anything else,
+     * makes the kernel "not answering". 0: RUNTIME_SHELL_TIMEOUT_MS. */
+    int shell_timeout_ms;
     bool allow_restart;        /* for attached kernels */
     bool spare;                /* keep a warm spare kernel for restart / reset all */
     /* Makes each kernel's connection (the session's and the spare's); NULL:
@@ -100,6 +106,10 @@ typedef struct {
     void (*on_input)(void *ud, runtime_exec_t *ex);
     /* The execution finished (any outcome). */
     void (*on_done)(void *ud, runtime_exec_t *ex);
+    /* The shell watchdog found the kernel not answering (runtime_silent_ms)
+     * while ex, running or queued, was followed: ex stays where it is (it
+     * runs if the kernel answers again). Once per stall; may be NULL. */
+    void (*on_silent)(void *ud, runtime_exec_t *ex);
 } runtime_observer_t;
 
 /* The one word for "a run's input() waits for an answer", everywhere it is
@@ -131,6 +141,7 @@ typedef struct {
     const char *move_to;       /* a move waiting for its moment (runtime_move), or NULL */
     const char *next_interpreter; /* the interpreter of kernels from the next restart on, when it differs, or NULL */
     bool held;                 /* runs wait (runtime_hold) */
+    int64_t silent_ms;         /* -1, or since when the kernel has not answered its shell (runtime_silent_ms) */
     bool fresh;                /* the current kernel has run no user code */
     kconn_stats_t wire;
 } runtime_status_t;
@@ -292,6 +303,9 @@ typedef enum {
     RUNTIME_EV_INPUT,   /* ex waits for an input() answer (runtime_exec_prompt) */
     RUNTIME_EV_END,     /* ex finished (only runs that had a START) */
     RUNTIME_EV_STATE,   /* something in runtime_status changed (rev moved); coalesced, from the loop */
+    RUNTIME_EV_SILENT,  /* the kernel stopped answering its shell (runtime_silent_ms); ex: the run it has
+                         * not acknowledged */
+    RUNTIME_EV_ANSWERING, /* after RUNTIME_EV_SILENT: the kernel answers again, or was replaced; ex NULL */
 } runtime_ev_kind_t;
 
 typedef struct {
@@ -314,6 +328,15 @@ void runtime_watch(runtime_t *self, runtime_watch_fn *fn, void *ud);
 unsigned long runtime_snapshot_seq(const runtime_t *self);
 /* The execution's id, unique for the runtime's life. */
 unsigned long runtime_exec_id(const runtime_exec_t *ex);
+
+/* The shell watchdog (runtime_watchdog.c): -1 while the kernel answers;
+ * else how long ago the request it has not acknowledged was sent (its
+ * heartbeat may still answer: runtime_status's heartbeat_ok). */
+int64_t runtime_silent_ms(const runtime_t *self);
+/* What a caller is told while runtime_silent_ms >= 0: "the kernel answers
+ * its heartbeat but not its shell since N s; ..." with what to do. Owned
+ * by the caller; NULL while the kernel answers. */
+char *runtime_silent_why(const runtime_t *self);
 
 /* ---- executions ---- */
 void runtime_exec_observe(runtime_exec_t *ex, const runtime_observer_t *obs, void *ud);

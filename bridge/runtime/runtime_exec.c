@@ -173,6 +173,7 @@ void rt_maybe_done(runtime_t *self, runtime_exec_t *ex)
 /* The kernel has taken ex: a cancel that waited for that interrupts now. */
 void rt_exec_acknowledged(runtime_t *self, runtime_exec_t *ex)
 {
+    rt_watchdog_alive(self);
     if (ex->got_busy)
         return;
     ex->got_busy = true;
@@ -236,6 +237,7 @@ static void s_send_execute(runtime_t *self, runtime_exec_t *ex)
     self->current = ex;
     rt_changed(self);
     rt_watch(ex, LOST_UNACKED_MS);
+    rt_watchdog_arm(self);
 }
 
 void rt_fail_queued(runtime_t *self, const char *why)

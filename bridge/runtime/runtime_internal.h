@@ -248,6 +248,15 @@ struct runtime {
     bool hold;                     /* runtime_hold */
     buf_t notes;                   /* runtime_note: lines for the next run sent */
     bool detached;                 /* runtime_detach: the helper answered its detach */
+    /* The shell watchdog (runtime_watchdog.c). */
+    int shell_timeout_ms;
+    uint64_t watchdog_timer;
+    int64_t silent_since_us;       /* not answering since (the unacknowledged run's send); 0: answering */
+    /* The kernel's last published status, whatever its parent: busy with
+     * a request not ours (another client's, an earlier run's) is work, not
+     * silence. */
+    bool kernel_busy;
+    int64_t kernel_status_us;      /* when that status came, 0: none yet */
 };
 
 /* runtime_exec.c */
@@ -328,6 +337,16 @@ void rt_move_answered(runtime_t *self, bool ok, bool gone, const char *why);
 /* Writes the notes (runtime_note) at the top of ex's output. */
 void rt_move_notes(runtime_t *self, runtime_exec_t *ex);
 void rt_move_free_all(runtime_t *self);
+
+/* runtime_watchdog.c */
+/* A run was just sent (self->current): the watchdog looks after it. */
+void rt_watchdog_arm(runtime_t *self);
+/* The kernel answered on shell, or acknowledged a run: a stall is over. */
+void rt_watchdog_alive(runtime_t *self);
+/* An iopub status message that is not the current run's (any parent). */
+void rt_watchdog_status(runtime_t *self, const wire_msg_t *m);
+/* The kernel is gone or replaced: nothing stalls any more. */
+void rt_watchdog_reset(runtime_t *self);
 
 /* runtime.c */
 char *rt_lower_dup(const char *s);

@@ -34,6 +34,7 @@ void rt_on_ready(void *ud, kernel_t *k, json_object *info)
     if (self->lang)
         kernel_set_ask_on_replace(k, self->lang->ask_on_replace);
     self->kstate = ST_READY;
+    rt_watchdog_reset(self); /* a new kernel (or the same, attached again) starts answering */
     json_object_put(self->snapshot);
     self->snapshot = NULL;
     self->snapshot_seq++;
@@ -86,6 +87,7 @@ static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
     bool mine = ex && m->parent_id && strcmp(m->parent_id, ex->msg_id) == 0;
     switch (ch) {
     case KCHAN_IOPUB:
+        rt_watchdog_status(self, m);
         if (mine) {
             rt_exec_iopub(self, ex, m);
         } else {
@@ -95,6 +97,7 @@ static void s_on_msg(void *ud, kernel_t *k, kchan_t ch, wire_msg_t *m)
         }
         break;
     case KCHAN_SHELL:
+        rt_watchdog_alive(self); /* before the reply ends a run: the next one gets its own bound */
         if (mine && strcmp(m->msg_type, "execute_reply") == 0)
             rt_exec_reply(self, ex, m);
         else
@@ -123,6 +126,7 @@ static void s_on_dead(void *ud, kernel_t *k, const char *why)
     self->last_death = xstrdup(why);
     rt_changed(self);
     kernel_destroy(&self->kernel, 0);
+    rt_watchdog_reset(self);
     self->lang = NULL;
     int64_t now = loop_now_ms();
     bool give_up = false;
@@ -310,6 +314,7 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
                             kernel_restart_attached(self->kernel) == 0;
     if (!attached_restart)
         kernel_destroy(&self->kernel, 0);
+    rt_watchdog_reset(self);
     self->lang = NULL;
     self->kstate = ST_STARTING;
     if (self->current)

@@ -209,6 +209,8 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
         if (runtime_exec_interrupted_ms(st.running) >= 0)
             buf_printf(b, " (interrupted %llds ago)", (long long)(runtime_exec_interrupted_ms(st.running) / 1000));
     }
+    if (st.silent_ms >= 0)
+        buf_printf(b, " | not answering %llds", (long long)(st.silent_ms / 1000));
     if (st.queued)
         buf_printf(b, " | %zu queued", st.queued);
     if (st.reset_ms >= 0)
@@ -239,6 +241,10 @@ static void s_status(tools_ctx_t *ctx, buf_t *b)
     if (!st.heartbeat_ok && st.state && strcmp(st.state, "dead") != 0)
         buf_puts(b, "\nheartbeat: no reply for 3 s — the kernel process is unresponsive "
                     "(stopped, or blocked outside Python); ctl cancel or ctl restart");
+    char *silent = runtime_silent_why(ctx->rt);
+    if (silent)
+        buf_printf(b, "\nnot answering: %s", silent);
+    free(silent);
     if (st.spare) {
         buf_printf(b, "\nspare kernel: %s", st.spare);
         if (st.spare_pid)
@@ -290,6 +296,8 @@ json_object *tool_ctl_status_json(tools_ctx_t *ctx, mcp_session_t *session)
     if (st.last_death)
         json_object_object_add(o, "last_failure", json_object_new_string(st.last_death));
     json_object_object_add(o, "heartbeat_ok", json_object_new_boolean(st.heartbeat_ok));
+    if (st.silent_ms >= 0)
+        json_object_object_add(o, "not_answering_ms", json_object_new_int64(st.silent_ms));
     if (st.vars >= 0)
         json_object_object_add(o, "vars", json_object_new_int64(st.vars));
     json_object_object_add(o, "queued", json_object_new_int64((int64_t)st.queued));

@@ -491,6 +491,33 @@ static void s_on_wait(loop_t *loop, void *ud)
     s_end_parts(f, queued ? "queued" : "running", &body, body.len, &footer, false, true, true);
 }
 
+/* The shell watchdog says the kernel is not answering (runtime_silent_ms):
+ * the call returns now with the reason and what to do; the run stays where
+ * it is (detached, as after the wait) and goes on if the kernel answers
+ * again (doc/tools.md#a-kernel-that-stops-answering). A task's round ends
+ * the same way: its result says so. */
+static void s_on_silent(void *ud, runtime_exec_t *ex)
+{
+    s_follow_t *f = ud;
+    s_flush(f);
+    char *why = runtime_silent_why(f->ctx->rt);
+    buf_t body, footer;
+    buf_init(&body, 0);
+    buf_init(&footer, 0);
+    output_render(runtime_exec_output(ex), &body);
+    bool queued = runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED;
+    if (queued)
+        buf_printf(&footer, "⚠ not answering | queued (%zu ahead), not started: %s\n", runtime_exec_position(ex),
+                   why ? why : "the kernel does not answer");
+    else
+        buf_printf(&footer, "⚠ not answering | sent %llds ago, not acknowledged: %s\n",
+                   (long long)(runtime_exec_age_ms(ex) / 1000), why ? why : "the kernel does not answer");
+    buf_puts(&footer, "↳ ctl(op=\"wait\") follows this run, ctl(op=\"cancel\") drops it, ctl(op=\"restart\") "
+                      "starts a new kernel");
+    free(why);
+    s_end_parts(f, queued ? "queued" : "running", &body, body.len, &footer, true, true, true);
+}
+
 static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
 {
     s_follow_t *f = ud;
@@ -515,6 +542,7 @@ static const runtime_observer_t s_observer = {
     .on_output = s_on_output,
     .on_input = s_on_input,
     .on_done = s_on_done,
+    .on_silent = s_on_silent,
 };
 
 void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, double wait_s)
@@ -534,6 +562,11 @@ void tool_run_follow(tools_ctx_t *ctx, mcp_call_t *call, runtime_exec_t *ex, dou
     if (runtime_exec_state(ex) == RUNTIME_EXEC_INPUT) {
         runtime_exec_observe(ex, &s_observer, f);
         s_on_input(f, ex);
+        return;
+    }
+    if (runtime_silent_ms(ctx->rt) >= 0) {
+        /* Not answering already: waiting would only hide that. */
+        s_on_silent(f, ex);
         return;
     }
     runtime_exec_observe(ex, &s_observer, f);

@@ -235,6 +235,30 @@ static void s_vars_changed(tool_watch_t *w)
     }
 }
 
+/* The shell watchdog's verdicts (runtime_watchdog.c), for every watcher:
+ * kernel_not_answering names the run the kernel has not acknowledged, and
+ * says since when and why; kernel_answering ends it. */
+static void s_kernel_event(tool_watch_t *w, const runtime_ev_t *ev)
+{
+    if (!s_anyone(w))
+        return;
+    s_flush(w);
+    json_object *e;
+    uintptr_t owner = 0;
+    if (ev->kind == RUNTIME_EV_SILENT) {
+        owner = ev->ex ? runtime_exec_owner(ev->ex) : 0;
+        e = s_event(w, "kernel_not_answering", ev->ex ? runtime_exec_id(ev->ex) : 0,
+                    ev->ex ? runtime_exec_number(ev->ex) : 0, owner);
+        json_object_object_add(e, "since_ms", json_object_new_int64(runtime_silent_ms(w->ctx->rt)));
+        char *why = runtime_silent_why(w->ctx->rt);
+        json_object_object_add(e, "why", json_object_new_string(why ? why : ""));
+        free(why);
+    } else {
+        e = s_event(w, "kernel_answering", 0, 0, 0);
+    }
+    s_broadcast(w, e, owner);
+}
+
 static void s_on_event(void *ud, const runtime_ev_t *ev)
 {
     tool_watch_t *w = ud;
@@ -245,6 +269,10 @@ static void s_on_event(void *ud, const runtime_ev_t *ev)
     if (ev->kind == RUNTIME_EV_STATE) {
         mcp_server_resource_updated(w->srv, URI_STATUS);
         s_vars_changed(w);
+        return;
+    }
+    if (ev->kind == RUNTIME_EV_SILENT || ev->kind == RUNTIME_EV_ANSWERING) {
+        s_kernel_event(w, ev);
         return;
     }
     runtime_exec_t *ex = ev->ex;

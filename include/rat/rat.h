@@ -43,6 +43,7 @@ typedef struct rat_server rat_server_t;
 #define RAT_MAX_BOOT_TIMEOUT_S 3600
 #define RAT_MAX_ASSETS_MB (1L << 20)
 #define RAT_MAX_UNSENT_MB (1L << 16)
+#define RAT_MAX_SHELL_TIMEOUT_S 86400
 
 /* Everything is optional; rat_options_init sets the defaults. Strings are
  * borrowed until rat_server_new returns (it copies them all). The ranges
@@ -87,6 +88,11 @@ typedef struct {
      * stream with the most unsent loses its oldest notifications first);
      * 0: the default (64); else 1 - RAT_MAX_UNSENT_MB. */
     long unsent_max_mb;
+    /* Seconds a run may wait for the kernel to acknowledge it (a busy
+     * status) while the kernel is not busy with anything else, before
+     * rat-py says the kernel is not answering (doc/tools.md#a-kernel-that-
+     * stops-answering); 0: the default (30); else 1 - RAT_MAX_SHELL_TIMEOUT_S. */
+    int shell_timeout_s;
 } rat_options_t;
 
 /* The library's version, e.g. "0.1.0". */

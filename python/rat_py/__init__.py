@@ -56,6 +56,7 @@ OPTIONS = {
     "tls_cert": "path",       # --tls-cert FILE (default: $RAT_PY_TLS_CERT, as on the command line)
     "tls_key": "path",        # --tls-key FILE (default: $RAT_PY_TLS_KEY)
     "unsent_max_mb": "int",   # --unsent-max-mb N
+    "shell_timeout": "int",   # --shell-timeout SEC (C: shell_timeout_s)
 }
 _HTTP_ONLY = ("host", "port", "token", "allow_origins", "insecure_no_token", "tls_cert", "tls_key", "unsent_max_mb")
 _SONAME = "librat.so.0"
@@ -97,6 +98,7 @@ class _Options(ctypes.Structure):
         ("tls_cert", ctypes.c_char_p),
         ("tls_key", ctypes.c_char_p),
         ("unsent_max_mb", ctypes.c_long),
+        ("shell_timeout_s", ctypes.c_int),
     ]
 
 
@@ -209,7 +211,7 @@ class _Built:
                 self.keep.append(arr)
                 self.c.allow_origins = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
                 continue
-            field = "boot_timeout_s" if name == "boot_timeout" else name
+            field = name + "_s" if name in ("boot_timeout", "shell_timeout") else name
             if OPTIONS[name] == "int":
                 # Past the C type's range: the library checks the nearest
                 # value it can hold, and its message names the one given.

@@ -17,12 +17,24 @@ request, messages that would change its outcome if they were acted on:
 
 Rejections to expect per request: 6 dropped, 4 for a bad or missing signature,
 1 replayed. Usage: fake_kernel.py CONNECTION_FILE; prints "ready" when bound.
+
+With --silent it is an honest kernel whose shell stalls, for watchdog.test.mjs
+(a real kernel cannot be made to stall on cue): it answers its heartbeat
+always and kernel_info_request until the first execute_request comes; from
+then on every shell request is held, unanswered and unacknowledged (no busy
+status), as a kernel stuck in its shell handler would leave them. SIGUSR1
+ends the stall: the held requests are answered in the order they came, and
+every later one at once. An execute_request is answered as ipykernel does:
+busy, execute_input, a stream "ran: CODE", execute_reply ok, idle; the code
+"sleep N" sleeps N seconds after its busy (a long computation, not silence).
 """
 import json
 import os
 import secrets
+import signal
 import sys
 import threading
+import time
 
 import zmq
 from jupyter_client.session import Session
@@ -40,6 +52,12 @@ def with_signature(frames, sig):
 
 def main():
     path = sys.argv[1]
+    silent = "--silent" in sys.argv[2:]
+    stalled = False  # --silent: shell requests are held (once: from the first execute_request to SIGUSR1)
+    stall_over = False
+    held = []
+    resume = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: resume.set())
     key = secrets.token_hex(32)
     ctx = zmq.Context()
     socks = {
@@ -71,41 +89,74 @@ def main():
     poller = zmq.Poller()
     poller.register(shell, zmq.POLLIN)
     poller.register(socks["control"], zmq.POLLIN)
+
+    def honest_execute(idents, header, code):
+        nonlocal count
+        count += 1
+        status("busy", header)
+        iopub.send_multipart(signed_frames(session, "execute_input", {"code": code, "execution_count": count},
+                                           header, [b"kernel.fake.execute_input"]))
+        if code.startswith("sleep "):
+            time.sleep(float(code.split()[1]))
+        iopub.send_multipart(signed_frames(session, "stream", {"name": "stdout", "text": f"ran: {code}\n"}, header,
+                                           [b"stream.stdout"]))
+        shell.send_multipart(idents + signed_frames(session, "execute_reply", {
+            "status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}, header))
+        status("idle", header)
+
+    def handle(idents, msg):
+        nonlocal count
+        header, kind = msg["header"], msg["header"]["msg_type"]
+        if kind == "kernel_info_request":
+            status("busy", header)
+            shell.send_multipart(idents + signed_frames(session, "kernel_info_reply", {
+                "status": "ok", "protocol_version": "5.3", "implementation": "fake",
+                "implementation_version": "1", "banner": "fake kernel",
+                "language_info": {"name": "fake", "version": "1", "file_extension": ".fake"},
+            }, header))
+            status("idle", header)
+        elif kind == "execute_request" and silent:
+            honest_execute(idents, header, msg["content"].get("code", ""))
+        elif kind == "execute_request":
+            count += 1
+            status("busy", header)
+            stream = lambda text: signed_frames(session, "stream", {"name": "stdout", "text": text}, header,
+                                                [b"stream.stdout"])
+            iopub.send_multipart(with_signature(stream("FORGED-BADSIG\n"), b"0" * 64))
+            shell.send_multipart(idents + with_signature(signed_frames(session, "execute_reply", {
+                "status": "error", "ename": "Forged", "evalue": "FORGED-REPLY", "traceback": [],
+                "execution_count": 99}, header), b""))
+            stdin.send_multipart(idents + with_signature(signed_frames(
+                session, "input_request", {"prompt": "FORGED-PROMPT", "password": False}, header), b""))
+            iopub.send_multipart(with_signature(stream("FORGED-SHORTSIG\n"), b"abc"))
+            iopub.send_multipart([b"stream.stdout", b"no delimiter", b"{}"])
+            real = stream("real output\n")
+            iopub.send_multipart(real)
+            iopub.send_multipart(real)  # the replay
+            status("idle", header)
+            shell.send_multipart(idents + signed_frames(session, "execute_reply", {
+                "status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}, header))
+
     print("ready", flush=True)
     while True:
-        for sock, _ in poller.poll():
+        if resume.is_set():
+            resume.clear()
+            stalled, stall_over = False, True
+            for idents, msg in held:
+                handle(idents, msg)
+            held.clear()
+        # A bounded wait: the signal only sets a flag, seen here.
+        for sock, _ in poller.poll(50):
             idents, rest = session.feed_identities(sock.recv_multipart())
             msg = session.deserialize(rest)  # verifies rat-py's signature
-            header, kind = msg["header"], msg["header"]["msg_type"]
             if sock is not shell:
                 continue
-            if kind == "kernel_info_request":
-                status("busy", header)
-                shell.send_multipart(idents + signed_frames(session, "kernel_info_reply", {
-                    "status": "ok", "protocol_version": "5.3", "implementation": "fake",
-                    "implementation_version": "1", "banner": "fake kernel",
-                    "language_info": {"name": "fake", "version": "1", "file_extension": ".fake"},
-                }, header))
-                status("idle", header)
-            elif kind == "execute_request":
-                count += 1
-                status("busy", header)
-                stream = lambda text: signed_frames(session, "stream", {"name": "stdout", "text": text}, header,
-                                                    [b"stream.stdout"])
-                iopub.send_multipart(with_signature(stream("FORGED-BADSIG\n"), b"0" * 64))
-                shell.send_multipart(idents + with_signature(signed_frames(session, "execute_reply", {
-                    "status": "error", "ename": "Forged", "evalue": "FORGED-REPLY", "traceback": [],
-                    "execution_count": 99}, header), b""))
-                stdin.send_multipart(idents + with_signature(signed_frames(
-                    session, "input_request", {"prompt": "FORGED-PROMPT", "password": False}, header), b""))
-                iopub.send_multipart(with_signature(stream("FORGED-SHORTSIG\n"), b"abc"))
-                iopub.send_multipart([b"stream.stdout", b"no delimiter", b"{}"])
-                real = stream("real output\n")
-                iopub.send_multipart(real)
-                iopub.send_multipart(real)  # the replay
-                status("idle", header)
-                shell.send_multipart(idents + signed_frames(session, "execute_reply", {
-                    "status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}, header))
+            if silent and not stall_over and msg["header"]["msg_type"] == "execute_request":
+                stalled = True
+            if stalled:
+                held.append((idents, msg))
+            else:
+                handle(idents, msg)
 
 
 if __name__ == "__main__":

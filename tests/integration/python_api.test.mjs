@@ -182,7 +182,7 @@ print("running:", mcp.running)
   assert.deepEqual(r.stdout.trim().replace(/port \d+:/, 'port PORT:').split('\n'), [
     "TypeError: create_mcp_server() got unknown option(s) 'kernal'; the options are cwd, kernel, python, venv, kernelspec_dir, existing, "
       + 'allow_restart, spare, assets_dir, assets_max_mb, boot_timeout, log_level, host, port, token, allow_origins, insecure_no_token, '
-      + 'gateway, gateway_token, gateway_ca, gateway_insecure, tls_cert, tls_key, unsent_max_mb',
+      + 'gateway, gateway_token, gateway_ca, gateway_insecure, tls_cert, tls_key, unsent_max_mb, shell_timeout',
     'TypeError: port must be an int, not str',
     'TypeError: spare must be True or False, not str',
     'ValueError: --port (port) must be 0-65535 (or -1 for the default, 8000), not 70000',

@@ -83,6 +83,14 @@ static void test_other_ranges(void)
     o.unsent_max_mb = RAT_MAX_UNSENT_MB;
     CHECK(s_accepted(&o));
     rat_options_init(&o);
+    o.shell_timeout_s = RAT_MAX_SHELL_TIMEOUT_S + 1;
+    CHECK(s_refused(&o, "--shell-timeout (shell_timeout_s) must be 1-86400 seconds (or 0 for the default, 30), "
+                        "not 86401"));
+    o.shell_timeout_s = -1;
+    CHECK(s_refused(&o, "shell_timeout_s"));
+    o.shell_timeout_s = 1;
+    CHECK(s_accepted(&o));
+    rat_options_init(&o);
     o.log_level = "loud";
     CHECK(s_refused(&o, "--log-level (log_level) must be debug, info, warn, error or off, not 'loud'"));
     rat_options_init(&o);
