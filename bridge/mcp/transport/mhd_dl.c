@@ -58,7 +58,8 @@ int mhd_dl_load(char *err, size_t errlen)
               s_sym(h, "MHD_suspend_connection", &t.suspend_connection, err, errlen) &&
               s_sym(h, "MHD_resume_connection", &t.resume_connection, err, errlen) &&
               s_sym(h, "MHD_add_connection", &t.add_connection, err, errlen) &&
-              s_sym(h, "MHD_is_feature_supported", &t.is_feature_supported, err, errlen);
+              s_sym(h, "MHD_is_feature_supported", &t.is_feature_supported, err, errlen) &&
+              s_sym(h, "MHD_get_connection_info", &t.get_connection_info, err, errlen);
     if (!ok) {
         dlclose(h);
         return -1;

@@ -34,6 +34,7 @@ typedef struct {
     enum MHD_Result (*resume_connection)(struct MHD_Connection *);
     enum MHD_Result (*add_connection)(struct MHD_Daemon *, int, const struct sockaddr *, socklen_t);
     enum MHD_Result (*is_feature_supported)(enum MHD_FEATURE);
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *, enum MHD_ConnectionInfoType, ...);
 } mhd_dl_t;
 
 /* The table; valid once mhd_dl_load() returned 0. */
@@ -65,6 +66,7 @@ bool mhd_dl_available(char *what, size_t whatlen);
 #define MHD_resume_connection mhd_dl.resume_connection
 #define MHD_add_connection mhd_dl.add_connection
 #define MHD_is_feature_supported mhd_dl.is_feature_supported
+#define MHD_get_connection_info mhd_dl.get_connection_info
 #endif
 
 #endif

@@ -44,6 +44,17 @@
 #define CALL_KEEPALIVE_MS 1000
 #define SWEEP_MS 60000                    /* idle session expiry check */
 #define MAX_ROUTES 8
+/* Slowloris (doc/security.md, "Connection limits"): a request head must be
+ * complete this long after accept, as nginx's client_header_timeout (60 s
+ * there; a head is a few hundred bytes sent at once by every real client). */
+#define HTTP_HEAD_TIMEOUT_S 15
+/* One peer address holds at most 1/HTTP_PER_IP_SHARE of the connection
+ * table (libmicrohttpd's per-IP limit): 256 of the default 2048. On loopback
+ * every client is 127.0.0.1: a browser keeps at most 6 connections per host
+ * plus its event streams, an MCP session one GET stream plus one per call in
+ * flight, rat a few; 256 leaves room for dozens of each, while one address
+ * can no longer take the whole table. */
+#define HTTP_PER_IP_SHARE 8
 /* Server->client requests tied to no call wait for the session's GET
  * stream (the SDK client opens it only after notifications/initialized,
  * which is when roots/list is asked): at most this many, this many bytes. */
@@ -52,6 +63,7 @@
 
 typedef struct http_session http_session_t;
 typedef struct http_stream http_stream_t;
+typedef struct http_conn http_conn_t;
 
 /* An SSE stream: the answer to one POST, or a session's GET stream. */
 struct http_stream {
@@ -136,6 +148,10 @@ struct transport_http {
     int nroutes;
     http_handler_t handlers[MAX_ROUTES];
     int nhandlers;
+    http_conn_t *conns;              /* owned list: every connection MHD holds (transport_http_conn.c) */
+    int head_timeout_s;              /* from accept (or the previous request's end) to a complete head */
+    uint64_t head_timer;
+    unsigned long head_cuts;         /* connections shut down for a slow head */
 };
 
 /* transport_http.c */
@@ -150,6 +166,17 @@ void http_schedule_run(transport_http_t *self);
 bool http_origin_ok(const transport_http_t *self, const char *origin);
 enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, const char *url, bool preflight,
                            bool *refused);
+
+/* transport_http_conn.c: the head deadline. MHD's NOTIFY_CONNECTION
+ * callback (cls: the transport) tracks each connection; head_done when its
+ * request head is complete (the access handler's first call); request_ended
+ * when a request ends (the next head's deadline starts). */
+void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                      enum MHD_ConnectionNotificationCode code);
+void http_conn_head_done(struct MHD_Connection *c);
+void http_conn_request_ended(transport_http_t *self, struct MHD_Connection *c);
+/* After MHD_stop_daemon: frees what is left, cancels the timer. */
+void http_conn_destroy_all(transport_http_t *self);
 
 /* transport_http_session.c */
 http_stream_t *http_stream_new(transport_http_t *self, http_session_t *sess, struct MHD_Connection *c, bool is_get);
