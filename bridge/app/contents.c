@@ -79,7 +79,12 @@ static void s_errno(s_req_t *r, int e, const char *what, const char *path)
                         "--cwd)", p);
         break;
     case EPERM:
-        s_error(r, 403, "%s: hidden names (starting with \".\") are not served", p);
+        /* fsroot's refusal of a hidden name, or the system's own EPERM (an
+         * immutable file, a sticky directory): say which. */
+        if (fsroot_check(path, 0) < 0 && errno == EPERM)
+            s_error(r, 403, "%s: hidden names (starting with \".\") are not served", p);
+        else
+            s_error(r, 403, "Could not %s %s: operation not permitted (%s)", what, p, strerror(EPERM));
         break;
     case EINVAL:
         s_error(r, 400, "%s: not a path the file API takes (\".\" and \"..\" are not allowed; special files "
@@ -597,12 +602,13 @@ static bool s_preconditions(s_req_t *r)
     return true;
 }
 
-/* Writes data to r->path and answers with its model (201 when it is new). */
-static void s_save(s_req_t *r, const char *data, size_t len, const char *type)
+/* Writes data to r->path and answers with its model (201 when it is new).
+ * flags: FSROOT_EXCL to create only (a name taken is 409, never replaced). */
+static void s_save(s_req_t *r, const char *data, size_t len, const char *type, int flags)
 {
     struct stat st;
     bool existed = fsroot_stat(r->self->root, r->path, 0, &st) == 0;
-    if (fsroot_write(r->self->root, r->path, 0, data, len, &st) < 0) {
+    if (fsroot_write(r->self->root, r->path, flags, data, len, &st) < 0) {
         int e = errno;
         log_warn("could not save %s: %s", r->path, strerror(e));
         s_errno(r, e, "save", r->path);
@@ -660,7 +666,7 @@ static void s_put(s_req_t *r)
             if (b.len > CONTENTS_FILE_MAX)
                 s_error(r, 413, "the notebook is larger than %u MiB, the file API's limit", CONTENTS_FILE_MAX >> 20);
             else
-                s_save(r, b.data, b.len, "notebook");
+                s_save(r, b.data, b.len, "notebook", 0);
             buf_free(&b);
         }
     } else if (!json_object_is_type(jcontent, json_type_string)) {
@@ -671,13 +677,17 @@ static void s_put(s_req_t *r)
         unsigned char *bin = xmalloc(n / 4 * 3 + 3);
         if (sodium_base642bin(bin, n / 4 * 3 + 3, s, n, "\r\n", &bl, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
             s_error(r, 400, "content is not valid base64");
+        else if (bl > CONTENTS_FILE_MAX) /* one cap both ways: what is saved can be read back */
+            s_error(r, 413, "the file is larger than %u MiB, the file API's limit", CONTENTS_FILE_MAX >> 20);
         else if (s_preconditions(r))
-            s_save(r, (const char *)bin, bl, "file");
+            s_save(r, (const char *)bin, bl, "file", 0);
         free(bin);
     } else if (format && strcmp(format, "text") != 0) {
         s_error(r, 400, "format must be text or base64");
+    } else if ((size_t)json_object_get_string_len(jcontent) > CONTENTS_FILE_MAX) {
+        s_error(r, 413, "the file is larger than %u MiB, the file API's limit", CONTENTS_FILE_MAX >> 20);
     } else if (s_preconditions(r)) {
-        s_save(r, json_object_get_string(jcontent), (size_t)json_object_get_string_len(jcontent), "file");
+        s_save(r, json_object_get_string(jcontent), (size_t)json_object_get_string_len(jcontent), "file", 0);
     }
     json_object_put(body);
 }
@@ -718,17 +728,34 @@ static void s_post_new(s_req_t *r)
             else
                 snprintf(name, sizeof name, "%s%s", stem, suffix);
             char *path = *r->path ? xasprintf("%s/%s", r->path, name) : xstrdup(name);
+            /* Free only when the name is known absent (ENOENT): a name too
+             * long, or any other error, is said, never taken for free. */
+            if (strlen(path) > FSROOT_PATH_MAX) {
+                s_errno(r, ENAMETOOLONG, "create", path);
+                free(path);
+                json_object_put(body);
+                return;
+            }
             bool taken = fsroot_stat(r->self->root, path, 0, &st) == 0;
+            int e = errno;
+            if (!taken && e != ENOENT) {
+                s_errno(r, e, "create", path);
+                free(path);
+                json_object_put(body);
+                return;
+            }
             if (!taken) {
                 snprintf(r->path, sizeof r->path, "%s", path);
                 free(path);
+                /* Created exclusively: a name another process took since
+                 * the stat is never overwritten (409, try again). */
                 if (dir) {
                     if (fsroot_mkdir(r->self->root, r->path, 0) < 0 || fsroot_stat(r->self->root, r->path, 0, &st) < 0)
                         s_errno(r, errno, "create", r->path);
                     else
                         s_reply_json(r, 201, s_model(r->path, &st));
                 } else {
-                    s_save(r, nb ? empty_nb : "", nb ? sizeof empty_nb - 1 : 0, nb ? "notebook" : "file");
+                    s_save(r, nb ? empty_nb : "", nb ? sizeof empty_nb - 1 : 0, nb ? "notebook" : "file", FSROOT_EXCL);
                 }
                 json_object_put(body);
                 return;

@@ -261,3 +261,55 @@ test('a full disk: the save is refused with 507 and says so, the file stays as i
     disk.cleanup();
   }
 });
+
+test('text and base64 saves have the 32 MiB cap reads have: one cap, both ways', async () => {
+  const text = await api('PUT', '/big.txt', { body: { type: 'file', format: 'text', content: 'a'.repeat((33 << 20)) } });
+  assert.equal(text.status, 413, text.text.slice(0, 200));
+  assert.match(text.json.message, /32 MiB/);
+  const b64 = await api('PUT', '/big.bin', { body: { type: 'file', format: 'base64', content: Buffer.alloc(33 << 20, 7).toString('base64') } });
+  assert.equal(b64.status, 413, b64.text.slice(0, 200));
+  assert.ok(!existsSync(path.join(srv.dir, 'big.txt')) && !existsSync(path.join(srv.dir, 'big.bin')), 'nothing written');
+  // At the cap exactly: saved, and read back.
+  const ok = await api('PUT', '/cap.txt', { body: { type: 'file', format: 'text', content: 'b'.repeat(32 << 20) } });
+  assert.equal(ok.status, 201);
+  assert.equal((await api('GET', '/cap.txt?content=0')).status, 200);
+  assert.equal((await api('GET', '/cap.txt')).status, 200);
+  rmSync(path.join(srv.dir, 'cap.txt'));
+});
+
+test('new untitled near the 1024-byte path limit: refused, never written over another file', async () => {
+  // dir/untitled.txt fits in 1024 bytes; dir/untitled1.txt does not, and
+  // cut to 1024 bytes it would name dir/untitled1.tx.
+  const dir = ['a'.repeat(250), 'b'.repeat(250), 'c'.repeat(250), 'd'.repeat(250), 'e'.repeat(7)].join('/');
+  assert.equal(dir.length, 1011);
+  mkdirSync(path.join(srv.dir, dir), { recursive: true });
+  writeFileSync(path.join(srv.dir, dir, 'untitled.txt'), 'first\n');
+  writeFileSync(path.join(srv.dir, dir, 'untitled1.tx'), 'precious\n');
+  const r = await api('POST', `/${dir}`, { body: { type: 'file' } });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.json.message, /too long/);
+  assert.equal(readFileSync(path.join(srv.dir, dir, 'untitled1.tx'), 'utf8'), 'precious\n');
+  assert.equal(readFileSync(path.join(srv.dir, dir, 'untitled.txt'), 'utf8'), 'first\n');
+  rmSync(path.join(srv.dir, 'a'.repeat(250)), { recursive: true });
+});
+
+test('the system\'s EPERM (an immutable file) is said as such, not as a hidden name', async (t) => {
+  const f = path.join(srv.dir, 'locked.txt');
+  writeFileSync(f, 'locked\n');
+  if (spawnSync('chattr', ['+i', f]).status !== 0) {
+    rmSync(f);
+    t.skip('chattr +i is not possible here (needs root and a file system with the immutable flag)');
+    return;
+  }
+  try {
+    const r = await api('DELETE', '/locked.txt');
+    assert.equal(r.status, 403, r.text);
+    assert.doesNotMatch(r.json.message, /hidden/);
+    assert.match(r.json.message, /not permitted/);
+    const h = await api('GET', '/.hidden');
+    assert.match(h.json.message, /hidden names/);
+  } finally {
+    spawnSync('chattr', ['-i', f]);
+    rmSync(f, { force: true });
+  }
+});
