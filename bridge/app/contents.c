@@ -562,12 +562,12 @@ static char *s_tape_str(const nbjson_t *j, int64_t v, size_t max)
     if (v < 0 || nbjson_type(j, (uint32_t)v) != NBJSON_STRING)
         return NULL;
     buf_t b;
-    buf_init(&b, max);
-    if (nbjson_string(j, (uint32_t)v, &b) < 0 || memchr(b.data ? b.data : "", '\0', b.len)) {
+    buf_init(&b, max + 1); /* room for the NUL */
+    if (nbjson_string(j, (uint32_t)v, &b) < 0 || b.len > max || memchr(b.data ? b.data : "", '\0', b.len) ||
+        buf_putc(&b, '\0') < 0) {
         buf_free(&b);
         return NULL;
     }
-    buf_putc(&b, '\0');
     return buf_take(&b);
 }
 
