@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync, readFileSync, readdirSync, symlinkSync, rmSync, existsSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startHttp, ms } from './lib.mjs';
+import { startHttp, ms, WRAPPED } from './lib.mjs';
 
 let srv, outside;
 
@@ -366,7 +366,8 @@ sys.exit(0 if want == got else "differs:\\n" + repr(got) + "\\nwant:\\n" + repr(
 test('a large notebook saves and reads in memory a small multiple of its size; /health answers meanwhile', async () => {
   const s = await startHttp();
   try {
-    const body = manyCells(60000);
+    const cells = WRAPPED ? 10000 : 60000; // valgrind: the same path, less of it
+    const body = manyCells(cells);
     const mb = body.length / (1 << 20);
     const h0 = hwmKb(s.proc.pid);
     // /health is asked all along the save: its slowest answer is reported.
@@ -387,12 +388,15 @@ test('a large notebook saves and reads in memory a small multiple of its size; /
     assert.equal(r.status, 201, r.text.slice(0, 300));
     const g = await req(s.base, 'GET', '/api/contents/big.ipynb');
     assert.equal(g.status, 200);
-    assert.equal(g.json.content.cells.length, 60000);
+    assert.equal(g.json.content.cells.length, cells);
     polling = false;
     await poll;
     const grown = (hwmKb(s.proc.pid) - h0) / 1024;
     console.log(`# ${mb.toFixed(1)} MB body: peak RSS grew ${grown.toFixed(0)} MB; save ${took} ms; slowest /health ${slowest} ms (${answered} answers)`);
-    assert.ok(grown < 8 * mb, `peak RSS grew ${grown.toFixed(0)} MB for a ${mb.toFixed(1)} MB body`);
+    // Measured 3.8x here (30x with the json-c tree); ASan's redzones and
+    // quarantine make it 16x; under valgrind RSS is valgrind's own.
+    const bound = process.env.RAT_PY_SANITIZED ? 24 : 8;
+    if (!WRAPPED) assert.ok(grown < bound * mb, `peak RSS grew ${grown.toFixed(0)} MB for a ${mb.toFixed(1)} MB body`);
     // The loop is never held much longer than the save itself took.
     assert.ok(slowest < took + ms(2000), `/health waited ${slowest} ms during a ${took} ms save`);
   } finally {
