@@ -18,13 +18,17 @@
 #include "buf.h"
 #include "fsroot.h"
 #include "jsontok.h"
+#include "nbjson.h"
 #include "log.h"
 #include "mem.h"
 
 #define PREFIX "/api/contents"
 #define CP_DIR ".ipynb_checkpoints"
 #define CP_ID "checkpoint"
-#define JSON_DEPTH 128
+#define JSON_DEPTH NBJSON_DEPTH
+/* A body other than a save's (a rename, a new untitled name) is a few
+ * hundred bytes: more is refused before json-c builds a tree of it. */
+#define SMALL_BODY_MAX (64u << 10)
 #define TRIM_AFTER (1u << 20) /* give memory back after a request this large */
 
 struct contents {
@@ -79,7 +83,12 @@ static void s_errno(s_req_t *r, int e, const char *what, const char *path)
                         "--cwd)", p);
         break;
     case EPERM:
-        s_error(r, 403, "%s: hidden names (starting with \".\") are not served", p);
+        /* fsroot's refusal of a hidden name, or the system's own EPERM (an
+         * immutable file, a sticky directory): say which. */
+        if (fsroot_check(path, 0) < 0 && errno == EPERM)
+            s_error(r, 403, "%s: hidden names (starting with \".\") are not served", p);
+        else
+            s_error(r, 403, "Could not %s %s: operation not permitted (%s)", what, p, strerror(EPERM));
         break;
     case EINVAL:
         s_error(r, 400, "%s: not a path the file API takes (\".\" and \"..\" are not allowed; special files "
@@ -250,79 +259,6 @@ static json_object *s_parse(const char *text, size_t len, char *why, size_t whyl
     return o;
 }
 
-/* ---- the notebook writer: nbformat's own layout --------------------------
- * json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) and a final
- * newline, as Jupyter writes it, so a notebook saved here and in Jupyter
- * differs only where its content does (a clean diff in git). */
-
-static int s_key_cmp(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void s_indent(buf_t *b, int depth)
-{
-    buf_putc(b, '\n');
-    for (int i = 0; i < depth; i++)
-        buf_putc(b, ' ');
-}
-
-static void s_write_nb(buf_t *b, json_object *o, int depth)
-{
-    switch (json_object_get_type(o)) {
-    case json_type_object: {
-        size_t n = (size_t)json_object_object_length(o), i = 0;
-        if (!n) {
-            buf_puts(b, "{}");
-            return;
-        }
-        const char **keys = xmalloc(n * sizeof *keys);
-        json_object_object_foreach(o, k, v)
-        {
-            (void)v;
-            keys[i++] = k;
-        }
-        qsort(keys, n, sizeof *keys, s_key_cmp);
-        buf_putc(b, '{');
-        for (i = 0; i < n; i++) {
-            s_indent(b, depth + 1);
-            buf_put_json_str(b, keys[i], strlen(keys[i]));
-            buf_puts(b, ": ");
-            s_write_nb(b, json_object_object_get(o, keys[i]), depth + 1);
-            if (i + 1 < n)
-                buf_putc(b, ',');
-        }
-        free(keys);
-        s_indent(b, depth);
-        buf_putc(b, '}');
-        return;
-    }
-    case json_type_array: {
-        size_t n = json_object_array_length(o);
-        if (!n) {
-            buf_puts(b, "[]");
-            return;
-        }
-        buf_putc(b, '[');
-        for (size_t i = 0; i < n; i++) {
-            s_indent(b, depth + 1);
-            s_write_nb(b, json_object_array_get_idx(o, i), depth + 1);
-            if (i + 1 < n)
-                buf_putc(b, ',');
-        }
-        s_indent(b, depth);
-        buf_putc(b, ']');
-        return;
-    }
-    case json_type_string:
-        buf_put_json_str(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
-        return;
-    default: /* null, booleans, numbers: as parsed */
-        buf_puts(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-        return;
-    }
-}
-
 /* ---- paths ------------------------------------------------------------ */
 
 /* Copies src into r->path without empty components. false when too long. */
@@ -468,15 +404,15 @@ static void s_get(s_req_t *r)
     if (!content) {
         s_reply_json(r, 200, m);
     } else if (notebook) {
+        /* Only checked (it goes out as read): no tree is built. */
         char why[160];
-        json_object *nb = s_parse(data, len, why, sizeof why);
-        if (!nb || !json_object_is_type(nb, json_type_object)) {
-            json_object_put(nb);
+        nbjson_type_t t = NBJSON_LITERAL;
+        bool valid = nbjson_validate(data, len, &t, why, sizeof why);
+        if (!valid || t != NBJSON_OBJECT) {
             json_object_put(m);
             s_error(r, 400, "Unreadable Notebook: %s is not a JSON object (%s)", r->path,
-                    nb ? "another JSON value" : why);
+                    valid ? "another JSON value" : why);
         } else {
-            json_object_put(nb);
             json_object_object_add(m, "type", json_object_new_string("notebook"));
             json_object_object_add(m, "format", json_object_new_string("json"));
             json_object_object_add(m, "mimetype", NULL);
@@ -530,6 +466,10 @@ static json_object *s_body(s_req_t *r)
     const char *ct = transport_http_header(req, "Content-Type");
     if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
         s_error(r, 415, "Content-Type must be application/json");
+        return NULL;
+    }
+    if (req->len > SMALL_BODY_MAX) {
+        s_error(r, 413, "the request is larger than %u KiB, the limit for anything but a save", SMALL_BODY_MAX >> 10);
         return NULL;
     }
     char why[160];
@@ -597,12 +537,13 @@ static bool s_preconditions(s_req_t *r)
     return true;
 }
 
-/* Writes data to r->path and answers with its model (201 when it is new). */
-static void s_save(s_req_t *r, const char *data, size_t len, const char *type)
+/* Writes data to r->path and answers with its model (201 when it is new).
+ * flags: FSROOT_EXCL to create only (a name taken is 409, never replaced). */
+static void s_save(s_req_t *r, const char *data, size_t len, const char *type, int flags)
 {
     struct stat st;
     bool existed = fsroot_stat(r->self->root, r->path, 0, &st) == 0;
-    if (fsroot_write(r->self->root, r->path, 0, data, len, &st) < 0) {
+    if (fsroot_write(r->self->root, r->path, flags, data, len, &st) < 0) {
         int e = errno;
         log_warn("could not save %s: %s", r->path, strerror(e));
         s_errno(r, e, "save", r->path);
@@ -614,22 +555,53 @@ static void s_save(s_req_t *r, const char *data, size_t len, const char *type)
     s_reply_json(r, existed ? 200 : 201, m);
 }
 
+/* A string member's value as a NUL-terminated copy of at most max bytes,
+ * or NULL (absent, not a string, longer). */
+static char *s_tape_str(const nbjson_t *j, int64_t v, size_t max)
+{
+    if (v < 0 || nbjson_type(j, (uint32_t)v) != NBJSON_STRING)
+        return NULL;
+    buf_t b;
+    buf_init(&b, max + 1); /* room for the NUL */
+    if (nbjson_string(j, (uint32_t)v, &b) < 0 || b.len > max || memchr(b.data ? b.data : "", '\0', b.len) ||
+        buf_putc(&b, '\0') < 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_take(&b);
+}
+
+/* A save. The body (up to CONTENTS_BODY_MAX) is read through nbjson's tape,
+ * never a json-c tree: memory stays a small multiple of the body (the body,
+ * at most 4 bytes of tape per byte, and the file written, at most
+ * CONTENTS_FILE_MAX), and the nesting is at most NBJSON_DEPTH levels. */
 static void s_put(s_req_t *r)
 {
+    const http_request_t *req = r->req;
     if (!*r->path) {
         s_error(r, 400, "PUT needs a path under /api/contents/");
         return;
     }
-    json_object *body = s_body(r);
-    if (!body)
+    if (req->too_big) {
+        s_error(r, 413, "the request is larger than %u MiB, the file API's limit", CONTENTS_BODY_MAX >> 20);
         return;
-    json_object *jtype = NULL, *jformat = NULL, *jcontent = NULL;
-    json_object_object_get_ex(body, "type", &jtype);
-    json_object_object_get_ex(body, "format", &jformat);
-    json_object_object_get_ex(body, "content", &jcontent);
-    const char *type = json_object_is_type(jtype, json_type_string) ? json_object_get_string(jtype) : NULL;
-    const char *format = json_object_is_type(jformat, json_type_string) ? json_object_get_string(jformat) : NULL;
-    if (json_object_object_get_ex(body, "copy_from", NULL)) {
+    }
+    const char *ct = transport_http_header(req, "Content-Type");
+    if (!ct || strncasecmp(ct, "application/json", 16) != 0) {
+        s_error(r, 415, "Content-Type must be application/json");
+        return;
+    }
+    char why[160];
+    nbjson_t *j = nbjson_parse(req->body, req->len, why, sizeof why);
+    if (!j || nbjson_type(j, 0) != NBJSON_OBJECT) {
+        s_error(r, 400, "the body must be a JSON object (%s)", j ? "another JSON value" : why);
+        nbjson_free(&j);
+        return;
+    }
+    int64_t jcontent = nbjson_member(j, 0, "content");
+    char *type = s_tape_str(j, nbjson_member(j, 0, "type"), 32);
+    char *format = s_tape_str(j, nbjson_member(j, 0, "format"), 32);
+    if (nbjson_member(j, 0, "copy_from") >= 0) {
         s_error(r, 400, "copy_from is not supported by this server: GET the file and PUT its content");
     } else if (!type || (strcmp(type, "notebook") != 0 && strcmp(type, "file") != 0 &&
                          strcmp(type, "directory") != 0)) {
@@ -644,42 +616,60 @@ static void s_put(s_req_t *r)
             s_error(r, 409, "%s exists and is not a directory", r->path);
         else
             s_reply_json(r, 201, s_model(r->path, &st));
-    } else if (!jcontent) {
+    } else if (jcontent < 0) {
         s_error(r, 400, "the body has no content (saving needs the whole file)");
     } else if (strcmp(type, "notebook") == 0) {
-        json_object *cells = NULL, *nbf = NULL;
-        if (!json_object_is_type(jcontent, json_type_object) ||
-            !json_object_object_get_ex(jcontent, "cells", &cells) || !json_object_is_type(cells, json_type_array) ||
-            !json_object_object_get_ex(jcontent, "nbformat", &nbf) || !json_object_is_type(nbf, json_type_int)) {
+        int64_t cells = nbjson_member(j, (uint32_t)jcontent, "cells");
+        int64_t nbf = nbjson_member(j, (uint32_t)jcontent, "nbformat");
+        if (cells < 0 || nbjson_type(j, (uint32_t)cells) != NBJSON_ARRAY || nbf < 0 ||
+            nbjson_type(j, (uint32_t)nbf) != NBJSON_NUMBER) {
             s_error(r, 400, "a notebook's content must be an nbformat object (with cells and nbformat)");
         } else if (s_preconditions(r)) {
-            buf_t b;
-            buf_init(&b, 0);
-            s_write_nb(&b, jcontent, 0);
-            buf_putc(&b, '\n');
-            if (b.len > CONTENTS_FILE_MAX)
+            buf_t b; /* bounded: the writer stops at the cap, whatever the indentation costs */
+            buf_init(&b, CONTENTS_FILE_MAX);
+            int rc = nbjson_write_nb(j, (uint32_t)jcontent, &b);
+            if (rc == 0)
+                rc = buf_putc(&b, '\n');
+            nbjson_free(&j); /* before the write: the peak is body + tape, or body + file */
+            if (rc < 0)
                 s_error(r, 413, "the notebook is larger than %u MiB, the file API's limit", CONTENTS_FILE_MAX >> 20);
             else
-                s_save(r, b.data, b.len, "notebook");
+                s_save(r, b.data, b.len, "notebook", 0);
             buf_free(&b);
         }
-    } else if (!json_object_is_type(jcontent, json_type_string)) {
+    } else if (nbjson_type(j, (uint32_t)jcontent) != NBJSON_STRING) {
         s_error(r, 400, "a file's content must be a string (format text or base64)");
-    } else if (format && strcmp(format, "base64") == 0) {
-        const char *s = json_object_get_string(jcontent);
-        size_t n = (size_t)json_object_get_string_len(jcontent), bl = 0;
-        unsigned char *bin = xmalloc(n / 4 * 3 + 3);
-        if (sodium_base642bin(bin, n / 4 * 3 + 3, s, n, "\r\n", &bl, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
-            s_error(r, 400, "content is not valid base64");
-        else if (s_preconditions(r))
-            s_save(r, (const char *)bin, bl, "file");
-        free(bin);
-    } else if (format && strcmp(format, "text") != 0) {
+    } else if (format && strcmp(format, "base64") != 0 && strcmp(format, "text") != 0) {
         s_error(r, 400, "format must be text or base64");
-    } else if (s_preconditions(r)) {
-        s_save(r, json_object_get_string(jcontent), (size_t)json_object_get_string_len(jcontent), "file");
+    } else {
+        bool b64 = format && strcmp(format, "base64") == 0;
+        /* One cap both ways: what is saved can be read back. base64 takes
+         * 4 bytes for 3 (and may carry line breaks). */
+        buf_t text;
+        buf_init(&text, b64 ? CONTENTS_BODY_MAX : CONTENTS_FILE_MAX);
+        int rc = nbjson_string(j, (uint32_t)jcontent, &text);
+        nbjson_free(&j);
+        if (rc < 0) {
+            s_error(r, 413, "the file is larger than %u MiB, the file API's limit", CONTENTS_FILE_MAX >> 20);
+        } else if (b64) {
+            size_t n = text.len, bl = 0;
+            unsigned char *bin = xmalloc(n / 4 * 3 + 3);
+            if (sodium_base642bin(bin, n / 4 * 3 + 3, text.data ? text.data : "", n, "\r\n", &bl, NULL,
+                                  sodium_base64_VARIANT_ORIGINAL) != 0)
+                s_error(r, 400, "content is not valid base64");
+            else if (bl > CONTENTS_FILE_MAX)
+                s_error(r, 413, "the file is larger than %u MiB, the file API's limit", CONTENTS_FILE_MAX >> 20);
+            else if (s_preconditions(r))
+                s_save(r, (const char *)bin, bl, "file", 0);
+            free(bin);
+        } else if (s_preconditions(r)) {
+            s_save(r, text.data ? text.data : "", text.len, "file", 0);
+        }
+        buf_free(&text);
     }
-    json_object_put(body);
+    nbjson_free(&j);
+    free(type);
+    free(format);
 }
 
 /* POST to a directory: a new untitled notebook, file or directory in it,
@@ -718,17 +708,34 @@ static void s_post_new(s_req_t *r)
             else
                 snprintf(name, sizeof name, "%s%s", stem, suffix);
             char *path = *r->path ? xasprintf("%s/%s", r->path, name) : xstrdup(name);
+            /* Free only when the name is known absent (ENOENT): a name too
+             * long, or any other error, is said, never taken for free. */
+            if (strlen(path) > FSROOT_PATH_MAX) {
+                s_errno(r, ENAMETOOLONG, "create", path);
+                free(path);
+                json_object_put(body);
+                return;
+            }
             bool taken = fsroot_stat(r->self->root, path, 0, &st) == 0;
+            int e = errno;
+            if (!taken && e != ENOENT) {
+                s_errno(r, e, "create", path);
+                free(path);
+                json_object_put(body);
+                return;
+            }
             if (!taken) {
                 snprintf(r->path, sizeof r->path, "%s", path);
                 free(path);
+                /* Created exclusively: a name another process took since
+                 * the stat is never overwritten (409, try again). */
                 if (dir) {
                     if (fsroot_mkdir(r->self->root, r->path, 0) < 0 || fsroot_stat(r->self->root, r->path, 0, &st) < 0)
                         s_errno(r, errno, "create", r->path);
                     else
                         s_reply_json(r, 201, s_model(r->path, &st));
                 } else {
-                    s_save(r, nb ? empty_nb : "", nb ? sizeof empty_nb - 1 : 0, nb ? "notebook" : "file");
+                    s_save(r, nb ? empty_nb : "", nb ? sizeof empty_nb - 1 : 0, nb ? "notebook" : "file", FSROOT_EXCL);
                 }
                 json_object_put(body);
                 return;

@@ -8,7 +8,9 @@
  * paths are confined to the root by fsroot (no "..", no absolute path, no
  * symbolic link followed, no hidden name), writes are atomic (a full disk
  * leaves the file as it was and says so: 507), sizes are bounded
- * (CONTENTS_FILE_MAX per file, CONTENTS_LIST_MAX entries per listing). A
+ * (CONTENTS_FILE_MAX per file, read or saved, in every format;
+ * CONTENTS_LIST_MAX entries per listing), and a save is read without a
+ * JSON tree (nbjson.h: memory a small multiple of the body). A
  * PUT with If-Match: "<sha256>" saves only over the content the client
  * last saw (412 otherwise), and If-None-Match: * only where no file is. */
 #ifndef RAT_CONTENTS_H

@@ -200,6 +200,10 @@ int fsroot_write(fsroot_t *self, const char *path, int flags, const void *data, 
     }
     struct stat old;
     bool exists = fstatat(dfd, leaf, &old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (exists && (flags & FSROOT_EXCL)) {
+        close(dfd);
+        return s_fail(EEXIST);
+    }
     if (exists && !S_ISREG(old.st_mode)) {
         close(dfd);
         return s_fail(S_ISLNK(old.st_mode) ? ELOOP : S_ISDIR(old.st_mode) ? EISDIR : EINVAL);
@@ -237,7 +241,8 @@ int fsroot_write(fsroot_t *self, const char *path, int flags, const void *data, 
         rc = -1;
         e = errno;
     }
-    if (rc == 0 && renameat(dfd, tmp, dfd, leaf) < 0) {
+    if (rc == 0 && ((flags & FSROOT_EXCL) ? renameat2(dfd, tmp, dfd, leaf, RENAME_NOREPLACE)
+                                          : renameat(dfd, tmp, dfd, leaf)) < 0) {
         rc = -1;
         e = errno;
     }

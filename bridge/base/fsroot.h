@@ -29,6 +29,7 @@
 typedef struct fsroot fsroot_t;
 
 #define FSROOT_HIDDEN 1 /* allow components that start with "." */
+#define FSROOT_EXCL 2   /* fsroot_write: never replace an existing name (EEXIST) */
 #define FSROOT_NAME_MAX 255
 #define FSROOT_PATH_MAX 1024
 
@@ -57,8 +58,10 @@ char *fsroot_read(fsroot_t *self, const char *path, int flags, size_t max, size_
 
 /* Replaces (or creates) the regular file path with data, atomically; an
  * existing file keeps its permission bits, a new one gets 0666 less the
- * umask. Refuses a link (ELOOP) or a directory (EISDIR) at path. *st (may
- * be NULL) gets the new file's stat. 0 or -1 with errno. */
+ * umask. Refuses a link (ELOOP) or a directory (EISDIR) at path. With
+ * FSROOT_EXCL the file must not exist: the final rename is
+ * RENAME_NOREPLACE, so a name taken meanwhile fails with EEXIST, never
+ * replaced. *st (may be NULL) gets the new file's stat. 0 or -1 with errno. */
 int fsroot_write(fsroot_t *self, const char *path, int flags, const void *data, size_t len, struct stat *st);
 
 /* Creates a directory (0777 less the umask). 0 or -1 with errno (EEXIST). */

@@ -27,6 +27,10 @@ struct workdir {
     char *moving_to, *moving_root; /* owned: a move asked for and not made yet */
     unsigned long decider;         /* the session whose roots decide (its serial); 0: none yet */
     unsigned asks;                 /* roots/list requests in flight */
+    /* list_changed not followed since the asks hit WORKDIR_MAX_ASKS: said
+     * once when the cap is hit and once when an answer comes (a client can
+     * send thousands: one WARN line each flooded the log). */
+    unsigned long skipped;
     unsigned long ask_seq;         /* the last one sent */
     unsigned long answered_seq;    /* the newest one answered: older answers are stale */
     unsigned long hold_seq;        /* the ask runs wait for; 0: none */
@@ -229,6 +233,11 @@ static void s_on_roots(void *ud, json_object *result, json_object *error)
     s_ask_t *ask = ud;
     workdir_t *self = ask->wd;
     self->asks--;
+    if (self->skipped) {
+        log_info("roots/list is answered again; %lu roots/list_changed notifications were not followed meanwhile",
+                 self->skipped);
+        self->skipped = 0;
+    }
     bool holding = self->hold_seq == ask->seq;
     bool stale = ask->seq < self->answered_seq || (self->decider && self->decider != ask->serial);
     if (result || error)
@@ -271,7 +280,8 @@ static void s_on_roots(void *ud, json_object *result, json_object *error)
 static void s_ask(workdir_t *self, mcp_session_t *session, bool hold)
 {
     if (self->asks >= WORKDIR_MAX_ASKS) {
-        log_warn("%u roots/list requests are unanswered; not asking again", self->asks);
+        if (self->skipped++ == 0)
+            log_warn("%u roots/list requests are unanswered; not asking again until one is answered", self->asks);
         return;
     }
     s_ask_t *ask = xcalloc(1, sizeof *ask);

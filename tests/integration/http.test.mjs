@@ -52,6 +52,32 @@ test('logging notifications arrive during the call, before the result (SSE)', as
   }
 });
 
+// transport_http_session.c gives the pages of a quiet stream's write buffer
+// (lent by libmicrohttpd to the content reader) back with MADV_DONTNEED: they
+// read as zeros afterwards. Safe only if libmicrohttpd keeps nothing there
+// between reads: bursts that fill the buffer, each after a release, must
+// arrive byte-exact (a zeroed byte breaks the chunk framing or the JSON).
+test('an SSE stream stays byte-exact across the release of its idle write buffer', async () => {
+  const s = await startHttp([], { RAT_LOG: 'debug' });
+  const h = await connectHttp(s.url);
+  try {
+    const code = 'import time\nfor b in range(4):\n    for i in range(300): print(f"burst {b} line {i:04d} " + "x" * 80, flush=(i % 50 == 49))\n' +
+      '    time.sleep(1.6)\n';
+    const r = await call(h, 'run', { code, wait: 60 });
+    const text = h.logs.map((l) => l.data).join('');
+    for (let b = 0; b < 4; b++) {
+      for (let i = 0; i < 300; i++) assert.ok(text.includes(`burst ${b} line ${String(i).padStart(4, '0')} ${'x'.repeat(80)}`), `burst ${b} line ${i}`);
+    }
+    assert.ok(!text.includes('\u0000'), 'no zero bytes');
+    assert.match(r.text, /burst 3 line 0299/);
+    const released = s.stderr().split('\n').filter((l) => /of its write buffer given back/.test(l)).length;
+    assert.ok(released >= 2, `the write buffer was given back ${released} times (the path under test)`);
+  } finally {
+    await h.close();
+    await s.stop();
+  }
+});
+
 test('two sessions share one kernel; each caller gets its own output only', async () => {
   const a = await connectHttp(srv.url);
   const b = await connectHttp(srv.url);

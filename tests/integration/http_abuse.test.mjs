@@ -45,9 +45,11 @@ async function promptStatus(limitMs = Math.max(ms(2000), 20 * idleStatusMs)) {
   return dt;
 }
 
-function connect() {
+// Opened from 127.0.0.1 unless localAddress says another loopback address:
+// one address holds at most 1/8 of the connection table (256 of 2048).
+function connect(localAddress = '127.0.0.1', port = srv.port) {
   return new Promise((resolve) => {
-    const s = net.connect(srv.port, '127.0.0.1', () => resolve(s));
+    const s = net.connect({ port, host: '127.0.0.1', localAddress }, () => resolve(s));
     s.on('error', () => {});
   });
 }
@@ -59,7 +61,7 @@ async function sessions() {
 test('1000 connections held open: status still answers promptly, memory bounded', async () => {
   const before = rssKb();
   const socks = [];
-  for (let i = 0; i < 1000; i++) socks.push(await connect());
+  for (let i = 0; i < 1000; i++) socks.push(await connect(`127.0.0.${2 + (i % 5)}`));
   try {
     await promptStatus();
     const grown = rssKb() - before;
@@ -85,6 +87,47 @@ test('slowloris: headers trickling in on 100 connections do not block anyone', a
   } finally {
     clearInterval(drip);
     socks.forEach((s) => s.destroy());
+  }
+});
+
+test('slowloris past the connection table: a fresh client is served, a trickler is cut after the head timeout', async () => {
+  // A table of 344 connections (descriptor limit 600 less 256 spare): 400
+  // tricklers from 127.0.0.2 would fill it, if one address could.
+  const small = await startHttp([], {}, { nofile: 600 });
+  const socks = [];
+  let closed = 0;
+  try {
+    const t0 = Date.now();
+    for (let i = 0; i < 400; i++) {
+      const s = await connect('127.0.0.2', small.port);
+      s.on('close', () => { closed++; });
+      s.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      socks.push(s);
+    }
+    const first = socks[0];
+    const firstClosed = new Promise((r) => first.on('close', () => r(Date.now())));
+    // A header line every second: never idle for the 30 s idle timeout.
+    const drip = setInterval(() => socks.forEach((s) => { if (!s.destroyed) s.write('X-Slow: a\r\n'); }), 1000);
+    try {
+      for (let t = 0; t < ms(5000) && closed < 400 - 256; t += 100) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(closed >= 400 - 256, `only ${closed} of 400 connections from one address were refused`);
+      const f0 = Date.now();
+      const r = await fetch(`${small.base}/health`, { signal: AbortSignal.timeout(ms(10000)) });
+      assert.equal(r.status, 200);
+      await r.text();
+      const fresh = Date.now() - f0;
+      // Closed 15 s after accept; under a wrapper the connect loop itself
+      // may take seconds, hence the generous upper bound.
+      const cut = (await Promise.race([firstClosed, new Promise((r) => setTimeout(() => r(0), ms(40000)))]));
+      assert.ok(cut, 'a trickling connection was still open 40 s later');
+      assert.ok(cut - t0 >= 14000, `cut after ${cut - t0} ms, before the 15 s head timeout`);
+      assert.ok(fresh < ms(5000), `fresh /health answered in ${fresh} ms`);
+    } finally {
+      clearInterval(drip);
+    }
+  } finally {
+    socks.forEach((s) => s.destroy());
+    await small.stop();
   }
 });
 

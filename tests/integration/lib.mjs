@@ -218,7 +218,10 @@ export function rawServer(args = [], env = {}, opts = {}) {
  */
 export async function startHttp(args = [], env = {}, opts = {}) {
   const work = scratch();
-  const cmd = ratCommand(['--http', '--port', '0', ...(opts.cwd ? [] : ['--cwd', work.dir]), ...args]);
+  let cmd = ratCommand(['--http', '--port', '0', ...(opts.cwd ? [] : ['--cwd', work.dir]), ...args]);
+  // opts.nofile: the server's descriptor limit (soft and hard), which sizes
+  // its connection table (server.c: the limit less 256 spare).
+  if (opts.nofile) cmd = { command: '/bin/sh', args: ['-c', `ulimit -n ${opts.nofile} && exec "$0" "$@"`, cmd.command, ...cmd.args] };
   const proc = spawn(cmd.command, cmd.args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     ...(opts.cwd ? { cwd: opts.cwd } : {}) });
   let stderr = '';

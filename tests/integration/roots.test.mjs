@@ -241,3 +241,20 @@ test('a client that declares roots and does not answer holds runs 2 s at most; i
     ws.cleanup();
   }
 });
+
+test('3000 roots/list_changed to a client that never answers roots/list: one WARN line, not one each', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rat-roots-'));
+  const srv = rawServer([], { RAT_LOG: 'info' }, { cwd: dir }); // no --cwd: roots may move the kernel
+  try {
+    await srv.initialize('2025-06-18', { roots: { listChanged: true } });
+    for (let i = 0; i < 3000; i++) srv.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    srv.send({ jsonrpc: '2.0', id: 7, method: 'ping' });
+    const r = await srv.reply(7);
+    assert.deepEqual(r.result, {});
+    const warns = srv.stderr().split('\n').filter((l) => /roots\/list requests are unanswered/.test(l));
+    assert.equal(warns.length, 1, `${warns.length} WARN lines`);
+  } finally {
+    await srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -227,6 +227,27 @@ static void test_hidden_names_with_the_flag(void)
     fsroot_destroy(&r);
 }
 
+/* FSROOT_EXCL creates only: an existing name is EEXIST and keeps its data,
+ * and no temporary file is left behind. */
+static void test_exclusive_write_never_replaces(void)
+{
+    fsroot_t *r = fsroot_new(s_root);
+    CHECK(fsroot_write(r, "sub/excl.txt", FSROOT_EXCL, "one\n", 4, NULL) == 0);
+    char *sub = xasprintf("%s/sub", s_root);
+    size_t before = s_entries(sub);
+    CHECK(before > 0);
+    CHECK(fsroot_write(r, "sub/excl.txt", FSROOT_EXCL, "two\n", 4, NULL) < 0);
+    CHECK_EQ_INT(errno, EEXIST);
+    size_t len = 0;
+    char *data = fsroot_read(r, "sub/excl.txt", 0, 100, &len, NULL);
+    CHECK(data && strcmp(data, "one\n") == 0);
+    free(data);
+    CHECK(s_entries(sub) == before);
+    free(sub);
+    CHECK(fsroot_write(r, "sub/excl.txt", 0, "three\n", 6, NULL) == 0);
+    fsroot_destroy(&r);
+}
+
 int main(void)
 {
     setup();
@@ -234,6 +255,7 @@ int main(void)
     RUN_CASE(test_special_files_do_not_hang);
     RUN_CASE(test_a_failed_write_leaves_the_file_as_it_was);
     RUN_CASE(test_hidden_names_with_the_flag);
+    RUN_CASE(test_exclusive_write_never_replaces);
     char *cmd = xasprintf("rm -rf '%s'", s_top);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", s_top);

@@ -610,6 +610,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
         req->handler = -1;
         *con_cls = req;
         req->started = true;
+        http_conn_head_done(c);
         return s_first_call(self, c, url, method, req);
     }
     if (*upload_data_size) {
@@ -664,6 +665,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *c, const char 
 static void s_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     transport_http_t *self = cls;
+    http_conn_request_ended(self, c);
     http_req_t *req = *con_cls;
     if (!req)
         return;
@@ -824,16 +826,19 @@ transport_http_t *transport_http_new(loop_t *loop, mcp_server_t *server, const t
         self->tls_cert = xstrdup(o->tls_cert_pem);
         self->tls_key = xstrdup(o->tls_key_pem);
     }
+    unsigned max_conn = o->max_connections ? o->max_connections : 2048;
+    self->head_timeout_s = o->head_timeout_s > 0 ? o->head_timeout_s : HTTP_HEAD_TIMEOUT_S;
     errno = 0;
     self->daemon = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, s_access, self,
         MHD_OPTION_EXTERNAL_LOGGER, s_mhd_log, self,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(o->max_connections ? o->max_connections : 2048),
+        MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, max_conn / HTTP_PER_IP_SHARE,
+        MHD_OPTION_NOTIFY_CONNECTION, http_conn_notify, self,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)(o->connection_timeout_s > 0 ? o->connection_timeout_s : 30),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, s_completed, self,
-        MHD_OPTION_NOTIFY_CONNECTION, http_on_connection, self,
         MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, self,
         tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, self->tls_cert,
         MHD_OPTION_HTTPS_MEM_KEY, self->tls_key,
@@ -892,6 +897,7 @@ void transport_http_destroy(transport_http_t **self_p)
         MHD_run(self->daemon);
         MHD_stop_daemon(self->daemon);
     }
+    http_conn_destroy_all(self);
     while (self->streams)
         http_stream_free(self->streams);
     outq_group_destroy(&self->unsent);

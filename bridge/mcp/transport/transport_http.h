@@ -46,6 +46,7 @@ typedef struct {
     int session_idle_s;          /* idle sessions expire; default 3600 */
     unsigned max_connections;    /* default 2048 */
     int connection_timeout_s;    /* idle/slow connections are closed; default 30 */
+    int head_timeout_s;          /* a request head must be complete this long after accept; default 15 */
     /* HTTPS: the certificate (chain) and its unencrypted private key, PEM
      * text (copied; the key is wiped when the transport goes); both or
      * neither. Needs a libmicrohttpd built with TLS (Debian's: GnuTLS). */

@@ -44,6 +44,17 @@
 #define CALL_KEEPALIVE_MS 1000
 #define SWEEP_MS 60000                    /* idle session expiry check */
 #define MAX_ROUTES 8
+/* Slowloris (doc/security.md, "Connection limits"): a request head must be
+ * complete this long after accept, as nginx's client_header_timeout (60 s
+ * there; a head is a few hundred bytes sent at once by every real client). */
+#define HTTP_HEAD_TIMEOUT_S 15
+/* One peer address holds at most 1/HTTP_PER_IP_SHARE of the connection
+ * table (libmicrohttpd's per-IP limit): 256 of the default 2048. On loopback
+ * every client is 127.0.0.1: a browser keeps at most 6 connections per host
+ * plus its event streams, an MCP session one GET stream plus one per call in
+ * flight, rat a few; 256 leaves room for dozens of each, while one address
+ * can no longer take the whole table. */
+#define HTTP_PER_IP_SHARE 8
 /* Server->client requests tied to no call wait for the session's GET
  * stream (the SDK client opens it only after notifications/initialized,
  * which is when roots/list is asked): at most this many, this many bytes. */
@@ -52,6 +63,7 @@
 
 typedef struct http_session http_session_t;
 typedef struct http_stream http_stream_t;
+typedef struct http_conn http_conn_t;
 
 /* An SSE stream: the answer to one POST, or a session's GET stream. */
 struct http_stream {
@@ -106,11 +118,16 @@ typedef enum {
     HTTP_PEER_UNKNOWN,   /* cannot tell (the peer's socket is closed, or the system would not say) */
 } http_peer_t;
 
-typedef struct {
+struct http_conn {
     http_peer_t peer;             /* decided once, when the connection is accepted */
     uid_t uid;                    /* HTTP_PEER_OTHER: whose */
     bool nul;                     /* the request being read has a %00 in its path or query */
-} http_conn_t;
+    struct MHD_Connection *c;     /* borrowed from MHD */
+    int fd;                       /* MHD's; only shut down, never closed here */
+    int64_t deadline_ms;          /* when the head must be complete; 0 while a request is being served */
+    bool cut;                     /* shut down already */
+    http_conn_t *prev, *next;     /* in transport->conns */
+};
 
 typedef struct {
     char prefix[64];
@@ -158,6 +175,10 @@ struct transport_http {
     int nroutes;
     http_handler_t handlers[MAX_ROUTES];
     int nhandlers;
+    http_conn_t *conns;              /* owned list: every connection MHD holds (transport_http_conn.c) */
+    int head_timeout_s;              /* from accept (or the previous request's end) to a complete head */
+    uint64_t head_timer;
+    unsigned long head_cuts;         /* connections shut down for a slow head */
 };
 
 /* transport_http.c */
@@ -177,9 +198,17 @@ enum MHD_Result http_guard(transport_http_t *self, struct MHD_Connection *c, con
 
 /* transport_http_conn.c */
 http_conn_t *http_conn(struct MHD_Connection *c);
-void http_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                        enum MHD_ConnectionNotificationCode toe);
 size_t http_unescape(void *cls, struct MHD_Connection *c, char *s);
+/* MHD's NOTIFY_CONNECTION callback (cls: the transport) tracks each
+ * connection (its peer judged, its head deadline); head_done when its
+ * request head is complete (the access handler's first call); request_ended
+ * when a request ends (the next head's deadline starts). */
+void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                      enum MHD_ConnectionNotificationCode code);
+void http_conn_head_done(struct MHD_Connection *c);
+void http_conn_request_ended(transport_http_t *self, struct MHD_Connection *c);
+/* After MHD_stop_daemon: frees what is left, cancels the timer. */
+void http_conn_destroy_all(transport_http_t *self);
 
 /* transport_http_tls.c */
 extern const char http_tls_priorities[];
