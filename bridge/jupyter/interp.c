@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "fileio.h"
+#include "interp_home.h"
 #include "jpaths.h"
 #include "mem.h"
 
@@ -380,6 +381,8 @@ int interp_resolve(const char *cwd, const char *python, const char *venv, interp
         env = s_find_dotvenv(cwd);
         source = env && strcmp(strrchr(env, '/'), "/venv") == 0 ? "venv" : ".venv";
     }
+    if (!env && (env = interp_home_env()) != NULL)
+        source = "the environment rat-py is installed in";
     if (!env)
         return 0;
     out->venv = env;

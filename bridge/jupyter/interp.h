@@ -2,7 +2,8 @@
  *
  * Order: --python PATH, then --venv DIR, then an active or nearby virtual
  * environment ($VIRTUAL_ENV, else ./.venv in the working directory or one of
- * its parents, else ./venv in the working directory when it is a venv). An environment is used only when it has ipykernel; otherwise
+ * its parents, else ./venv in the working directory when it is a venv), then the
+ * environment rat-py itself was installed into (interp_home.h). An environment is used only when it has ipykernel; otherwise
  * rat-py falls back to the python3 kernelspec and says why. Checking for
  * ipykernel looks at the environment's site-packages on disk first (no
  * Python is started just to ask). A venv made with --system-site-packages
