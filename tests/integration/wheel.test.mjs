@@ -144,6 +144,27 @@ test('rat-py doctor in the fresh venv: the kernel runs the venv\'s own python an
   assert.match(out, new RegExp(`interpreter: ${VENV}/bin/python3? \\(venv ${VENV} \\(the environment rat-py is installed in\\)\\)`));
   assert.match(out, new RegExp(`runs: ${VENV}/bin/python3?, ipykernel \\d`));
   assert.match(out, /HTTP transport \(--http\): libmicrohttpd/);
+  assert.match(out, /gateway kernels \(--gateway\), `rat` runtimes: libcurl and libwslay load/);
+});
+
+test('with the system\'s libmicrohttpd and libcurl hidden: --http runs on the bundled copy; doctor says what libcurl\'s absence costs', { skip: SKIP }, (t) => {
+  // Each hidden by /dev/null bound over the file its soname resolves to, in
+  // a mount namespace of the child's own: the system does not see it.
+  const ldconfig = sh('/sbin/ldconfig', ['-p']);
+  const real = (soname) => realpathSync(new RegExp(`^\\s*${soname.replace(/\./g, '\\.')} \\(libc6,x86-64\\) => (\\S+)$`, 'm').exec(ldconfig)[1]);
+  const hide = [real('libmicrohttpd.so.12'), real('libcurl.so.4')];
+  const ns = process.getuid() === 0 ? ['unshare', '--mount'] : ['unshare', '--user', '--map-root-user', '--mount'];
+  const mounts = hide.map((f) => `mount --bind /dev/null '${f}'`).join(' && ');
+  const probe = spawnSync(ns[0], [...ns.slice(1), 'sh', '-c', mounts], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    t.skip(`no private mount namespace here (${probe.stderr.trim()})`);
+    return;
+  }
+  const doc = spawnSync(ns[0], [...ns.slice(1), 'sh', '-c', `${mounts} && exec "$@"`, 'sh', path.join(VENV, 'bin/rat-py'), 'doctor'],
+    { env: userEnv(), cwd: home, encoding: 'utf8', timeout: 120000 });
+  assert.equal(doc.status, 0, doc.stdout + doc.stderr);
+  assert.match(doc.stdout, /^✓ HTTP transport \(--http\): libmicrohttpd\.so\.\d+ /m);
+  assert.match(doc.stdout, /^– gateway kernels \(--gateway\), `rat` runtimes: unavailable: .*libcurl.*install it/m);
 });
 
 test('a stdio session through bin/rat-py: run, look, ctl status, input()', { skip: SKIP }, async () => {
