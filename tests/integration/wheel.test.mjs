@@ -1,22 +1,25 @@
-// `pip install rat-py` from the wheel (doc/packaging.md#the-wheel): the build
-// tools pinned in tests/wheel/requirements.txt are installed from PyPI into a
-// venv under the build tree; `pip wheel` builds the wheel with
-// scikit-build-core (pyproject.toml) in <build>/wheel/cmake; `auditwheel
-// repair` bundles what it links and tags it manylinux; the wheel is
-// installed into a fresh venv made by Debian's python3 without system
-// site-packages (so neither python3-ipykernel nor /usr/local can help it),
-// and there: rat-py doctor, a stdio session (run, look, ctl, input()), the
-// family's names, --http with the page and the bundled libmicrohttpd, and the
-// Python binding. Prints the wheel's size, the install time and spawn ->
-// initialize of the installed rat-py against the build's. Nothing outside
-// the build tree changes (HOME is a scratch one). About 2-3 minutes, most of
-// it the wheel's own Release build; a second run reuses it.
+// `pip install rat-py` from the wheel (doc/packaging.md, "The Python
+// wheel"): the build tools pinned in tests/wheel/requirements.txt are
+// installed from PyPI into a venv under the build tree; the sdist is made
+// from a copy of the tree (it carries the built page); the wheel is built
+// from the sdist by scikit-build-core (pyproject.toml) without npm, in
+// <build>/wheel/cmake; `auditwheel repair` bundles what it links and tags it
+// manylinux; the wheel is installed into a fresh venv made by Debian's
+// python3 without system site-packages (so neither python3-ipykernel nor
+// /usr/local can help it), and there: rat-py doctor (also with the system's
+// libmicrohttpd and libcurl hidden), a stdio session (run, look, ctl,
+// input()), the family's names, --http with the page and the bundled
+// libmicrohttpd, and the Python binding. Prints the sizes, the build and
+// install times and spawn -> initialize of the installed rat-py against the
+// build's. Nothing outside the build tree changes (HOME is a scratch one).
+// About 2-3 minutes on a quiet machine, most of it the wheel's own Release
+// build.
 // Skipped in the sanitizer build and under RAT_PY_WRAPPER (the wheel is a
 // Release build of its own: checked in the plain run).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connect, run, ctl, call } from './lib.mjs';
@@ -91,14 +94,34 @@ before(async () => {
   }
   const toolEnv = { ...process.env, PATH: `${TOOLS}/bin:${process.env.PATH}`, CMAKE_BUILD_PARALLEL_LEVEL: '2' };
   for (const k of ['VIRTUAL_ENV', 'PYTHONPATH']) delete toolEnv[k];
-  // The wheel: scikit-build-core's build directory is kept, so a second run
-  // rebuilds only what changed.
-  rmSync(path.join(W, 'raw'), { recursive: true, force: true });
-  rmSync(HOUSE, { recursive: true, force: true });
+  // The sdist, made as a release would make it, from a copy of the tree
+  // (what git tracks) in the build tree: scikit-build-core configures CMake
+  // then, which builds the page into the copy's web/dist/ (npm's cache in
+  // <build>/wheel/npm-cache).
+  const copy = path.join(W, 'src');
+  rmSync(copy, { recursive: true, force: true });
+  for (const f of sh('git', ['-C', SRC, 'ls-files', '-z']).split('\0').filter(Boolean)) {
+    if (!existsSync(path.join(SRC, f))) continue;
+    mkdirSync(path.dirname(path.join(copy, f)), { recursive: true });
+    cpSync(path.join(SRC, f), path.join(copy, f));
+  }
+  for (const d of ['sdist', 'sdist-cmake', 'cmake', 'raw']) rmSync(path.join(W, d), { recursive: true, force: true });
   let t0 = Date.now();
+  sh(path.join(TOOLS, 'bin/python'), ['-c', 'import sys; from scikit_build_core.build import build_sdist; '
+    + 'print(build_sdist(sys.argv[1], {"build-dir": sys.argv[2]}))', path.join(W, 'sdist'), path.join(W, 'sdist-cmake')],
+  { env: { ...toolEnv, npm_config_cache: path.join(W, 'npm-cache') }, cwd: copy });
+  const sdist = readdirSync(path.join(W, 'sdist')).find((f) => f.endsWith('.tar.gz'));
+  assert.match(sdist, /^rat_py-\d+\.\d+\.\d+\.tar\.gz$/);
+  figures.sdist_bytes = statSync(path.join(W, 'sdist', sdist)).size;
+  sh('tar', ['xzf', path.join(W, 'sdist', sdist), '-C', path.join(W, 'sdist')]);
+  const unpacked = path.join(W, 'sdist', sdist.replace(/\.tar\.gz$/, ''));
+  assert.ok(existsSync(path.join(unpacked, 'web/dist/page_files.c')), 'the sdist carries the built page');
+  // The wheel, from the sdist, in a fresh build directory: the sdist's page
+  // is used, and npm is not run (no <build>/wheel/cmake/web).
   sh(path.join(TOOLS, 'bin/pip'), ['wheel', ...pipOpts, '--no-build-isolation', '--no-deps', '-w', path.join(W, 'raw'),
-    '--config-settings', `build-dir=${path.join(W, 'cmake')}`, SRC], { env: toolEnv });
+    '--config-settings', `build-dir=${path.join(W, 'cmake')}`, unpacked], { env: toolEnv });
   figures.build_s = (Date.now() - t0) / 1000;
+  assert.ok(!existsSync(path.join(W, 'cmake/web')), 'npm ran in the build from the sdist');
   const raw = readdirSync(path.join(W, 'raw')).find((f) => f.endsWith('.whl'));
   assert.match(raw, /^rat_py-\d+\.\d+\.\d+-py3-none-linux_x86_64\.whl$/);
   sh(path.join(TOOLS, 'bin/auditwheel'), ['repair', '-w', HOUSE, path.join(W, 'raw', raw)], { env: toolEnv });
