@@ -221,6 +221,15 @@ test('the family\'s names reach rat-py with their own name', { skip: SKIP }, () 
   assert.match(m.stdout + m.stderr, /Usage: rat COMMAND/);
 });
 
+test('rat-py install registers the venv\'s bin/rat-py, the name the user ran, not the program inside the package', { skip: SKIP }, () => {
+  const project = mkdtempSync(path.join(home, 'project-'));
+  const r = spawnSync('rat-py', ['install'], { env: userEnv(), cwd: project, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const cfg = readFileSync(path.join(home, '.config/mcptocli/config.yaml'), 'utf8');
+  assert.match(cfg, new RegExp(`command: ['"]?${VENV}/bin/rat-py --cwd `), cfg);
+  assert.doesNotMatch(cfg, /rat_py\/bin/);
+});
+
 test('--http: the page, and the bundled libmicrohttpd', { skip: SKIP }, async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'rat-wheel-http-'));
   const proc = spawn(path.join(VENV, 'bin/rat-py'), ['--http', '--port', '0', '--cwd', dir], { env: userEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
