@@ -38,7 +38,7 @@ install(FILES kernelspec/kernel.json DESTINATION ${SKBUILD_DATA_DIR}/share/rat-p
 # where auditwheel puts what rat-py and librat link, which is on both's
 # RUNPATH: dlopen(soname) finds this copy first, the system's otherwise.
 # auditwheel then bundles what they link in turn (GnuTLS for libmicrohttpd).
-# Not libcurl: its chain is tens of MB; --gateway uses the system's
+# Not libcurl: its chain is some 16 MB; --gateway uses the system's
 # (doc/packaging.md has the sizes).
 set(RAT_WHEEL_BUNDLE "mhd;wslay;edit" CACHE STRING "The dlopen()ed libraries the wheel carries (of mhd, wslay, edit, curl)")
 foreach(lib ${RAT_WHEEL_BUNDLE})

@@ -41,30 +41,31 @@ static char *s_site_dir(void)
 
 char *interp_home_env(void)
 {
-    char *pkg = s_site_dir();
-    if (!pkg)
+    char *dir = s_site_dir();
+    if (!dir)
         return NULL;
     /* PREFIX/lib/python3.X/site-packages (dist-packages under Debian's
      * /usr/local; lib64 on some distributions). */
-    char *site = strrchr(pkg, '/');
-    *site = '\0';
-    char *ver = strrchr(pkg, '/');
-    bool ok = (strcmp(site + 1, "site-packages") == 0 || strcmp(site + 1, "dist-packages") == 0) && ver &&
+    char *site = strrchr(dir, '/');
+    if (site)
+        *site = '\0';
+    char *ver = site ? strrchr(dir, '/') : NULL;
+    bool ok = ver && (strcmp(site + 1, "site-packages") == 0 || strcmp(site + 1, "dist-packages") == 0) &&
               strncmp(ver + 1, "python3", 7) == 0;
     char *prefix = NULL;
     if (ok) {
         *ver = '\0';
-        char *lib = strrchr(pkg, '/');
+        char *lib = strrchr(dir, '/');
         if (lib && strncmp(lib + 1, "lib", 3) == 0) {
             *lib = '\0';
-            char *py = xasprintf("%s/bin/python", pkg);
-            char *py3 = xasprintf("%s/bin/python3", pkg);
-            if (*pkg && (fileio_is_executable(py) || fileio_is_executable(py3)))
-                prefix = xstrdup(pkg);
+            char *py = xasprintf("%s/bin/python", dir);
+            char *py3 = xasprintf("%s/bin/python3", dir);
+            if (*dir && (fileio_is_executable(py) || fileio_is_executable(py3)))
+                prefix = xstrdup(dir);
             free(py);
             free(py3);
         }
     }
-    free(pkg);
+    free(dir);
     return prefix;
 }

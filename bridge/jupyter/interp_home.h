@@ -1,7 +1,9 @@
 /* interp_home: the Python environment rat-py itself was installed into, the
  * last place interp_resolve looks (after --python, --venv, $VIRTUAL_ENV and
  * the project's own .venv): a wheel's venv, pipx's or uv tool's, which has
- * ipykernel as a dependency of the wheel (doc/packaging.md). */
+ * ipykernel as a dependency of the wheel (doc/packaging.md). It is as
+ * trusted as the program, which runs from inside it: whoever can write there
+ * can already replace rat-py. */
 #ifndef RAT_INTERP_HOME_H
 #define RAT_INTERP_HOME_H
 
