@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "fileio.h"
+#include "interp_home.h"
 #include "jpaths.h"
 #include "kernel_proc.h"
 #include "mem.h"
@@ -572,6 +573,8 @@ int interp_resolve(const char *cwd, const char *python, const char *venv, interp
             free(why);
         }
     }
+    if (!env && (env = interp_home_env()) != NULL)
+        source = "the environment rat-py is installed in";
     if (!env)
         return 0;
     out->venv = env;

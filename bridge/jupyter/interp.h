@@ -2,10 +2,11 @@
  *
  * Order: --python PATH, then --venv DIR, then an active or nearby virtual
  * environment ($VIRTUAL_ENV, else ./.venv in the working directory or one of
- * its parents, else ./venv in the working directory when it is a venv). A
- * venv found that way (not one named by --venv or $VIRTUAL_ENV) is used only
- * when it, its bin/python, and every directory from the working directory up
- * to it belong to the user or root and are writable by no one else (git's
+ * its parents, else ./venv in the working directory when it is a venv), then the
+ * environment rat-py itself was installed into (interp_home.h). A venv found
+ * by searching (not one named by --venv or $VIRTUAL_ENV) is used only when
+ * it, its bin/python, and every directory from the working directory up to
+ * it belong to the user or root and are writable by no one else (git's
  * safe.directory rule); the search stops after the home directory and at a
  * file-system boundary; a venv refused is named in interp_t.refused. An
  * environment is used only when it has ipykernel; otherwise

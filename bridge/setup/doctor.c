@@ -28,6 +28,7 @@
 #include "config.h"
 #include "fileio.h"
 #include "gateway.h"
+#include "gw_dl.h"
 #include "install.h"
 #include "kernelspec.h"
 #include "lang.h"
@@ -411,6 +412,19 @@ static void s_check_http(void)
         doctor_info("HTTP transport (--http): unavailable: %s", what);
 }
 
+/* Optional as well: libcurl and libwslay, loaded for gateway kernels and by
+ * `rat`'s client of its runtimes. The wheel carries libwslay but not
+ * libcurl's chain (tens of MB), so there libcurl is the system's, and this
+ * line says when it is missing (doc/packaging.md). */
+static void s_check_gateway_libs(void)
+{
+    char err[600];
+    if (gw_dl_load(err, sizeof err) == 0)
+        doctor_ok("gateway kernels (--gateway), `rat` runtimes: libcurl and libwslay load");
+    else
+        doctor_info("gateway kernels (--gateway), `rat` runtimes: unavailable: %s", err);
+}
+
 /* --gateway: the server answers, accepts the token, and has the kernelspec
  * asked for. Returns false when the kernel cannot start there. */
 static bool s_check_gateway(const rat_options_t *o, const char *kname)
@@ -580,6 +594,7 @@ done:
     s_stop(&srv);
     s_check_assets(&opts);
     s_check_http();
+    s_check_gateway_libs();
     doctor_check_clients(fam, self, tools);
     json_object_put(tools);
     free(self);
