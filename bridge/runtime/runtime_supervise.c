@@ -221,6 +221,8 @@ kernel_opts_t rt_local_kernel_opts(const runtime_t *self)
 
 void rt_start_kernel(runtime_t *self)
 {
+    loop_timer_cancel(self->loop, self->start_timer); /* runtime_new's, if it has not fired */
+    self->start_timer = 0;
     rt_move_at_start(self); /* first: a waiting move decides where it starts */
     kernel_opts_t ko = rt_local_kernel_opts(self);
     ko.existing = self->existing;
