@@ -272,18 +272,21 @@ def bench_peer(mcpc, rat_cmd, quick):
             rss = _kv(out)["rss_kb"]
             tenth = max(1, len(xs) // 10)
             return statistics.median(xs[:tenth]), statistics.median(xs[-tenth:]), rss[0], rss[1]
-        j0 = _tree_rss_kb([jp.proc.pid])
         a, b, m0, m1 = growth(rat, renv, nr)
+        # The Jupyter Server's own process (its kernels are the same
+        # ipykernel as rat-py's and are left out): before the peer's start
+        # and after its runs.
+        j0 = _status_kb(jp.proc.pid, "VmRSS")
         pa, pb, pm0, pm1 = growth(peer, penv, npr)
-        j1 = _tree_rss_kb([jp.proc.pid])
+        j1 = _status_kb(jp.proc.pid, "VmRSS")
         jp.clear_kernels()
         add("runs in a row (rat-py {:,}, the peer {:,}: about 1 s each): round trip, first tenth → last tenth".format(nr, npr),
             "%.2f → %.2f ms" % (a / 1000, b / 1000), "%.0f → %.0f ms" % (pa / 1000, pb / 1000),
             "%.0f× at the end" % (pb / b), "the peer's row scaled down: {:,} runs would take about 3 hours".format(nr))
         add("↳ server RSS growth over those runs, per 1,000 runs", "%+.2f MB (%.1f → %.1f)" % (
             (m1 - m0) / 1024 * 1000 / nr, m0 / 1024, m1 / 1024),
-            "%+.1f MB MCP server (%.1f → %.1f), Jupyter Server + kernels %+.1f MB" % (
-                (pm1 - pm0) / 1024 * 1000 / npr, pm0 / 1024, pm1 / 1024, (j1 - j0) / 1024 * 1000 / npr), "")
+            "%+.1f MB MCP server (%.1f → %.1f); the Jupyter Server %.1f → %.1f MB over the peer's start and runs" % (
+                (pm1 - pm0) / 1024 * 1000 / npr, pm0 / 1024, pm1 / 1024, j0 / 1024, j1 / 1024), "", "")
     finally:
         jp.stop()
 
