@@ -288,6 +288,13 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
         done(ud, false, "a restart is already in progress");
         return;
     }
+    if (self->start_timer) {
+        /* Asked before the loop's first pass launched the kernel: launch (or
+         * attach) now, so the restart is the one asked of that kernel, as
+         * when the launch came first (an attached kernel's restart waits
+         * for it to be attached, below). */
+        rt_start_kernel(self);
+    }
     if (rt_spare_swap(self, done, ud))
         return;
     rt_changed(self);

@@ -747,13 +747,20 @@ static void test_attached_restart_while_attaching(void)
     char err[256] = "";
     memset(g_conns, 0, sizeof g_conns);
     g_nconns = 0;
-    g_rt = s_new(&o, err, sizeof err);
+    /* The restart comes before the loop's first pass has attached: it must
+     * still be the attached kernel's restart, not the attach taken for one. */
+    g_rt = runtime_new(g_loop, &o, err, sizeof err);
     CHECK(g_rt != NULL);
     if (!g_rt)
         return;
-    s_fake_t *fc = g_conns[0];
+    CHECK_EQ_INT(g_nconns, 0);
     s_done_t d = {0};
     runtime_restart(g_rt, s_done, &d); /* the first call: still attaching */
+    CHECK_EQ_INT(d.calls, 0);
+    CHECK_EQ_INT(g_nconns, 1);
+    s_fake_t *fc = g_conns[0];
+    loop_run_once(g_loop, 0);
+    CHECK_EQ_INT(g_nconns, 1);
     CHECK_EQ_INT(d.calls, 0);
     s_handshake(fc); /* attached: now the restart is asked for */
     CHECK(s_last_sent(fc, "shutdown_request", "\"restart\":true") != NULL);
