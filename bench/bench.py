@@ -452,6 +452,30 @@ def bench_cold():
     bench_roots(n)
 
 
+def bench_init():
+    """Spawn -> `initialize` answered (issue 43 item 5): what a host waits
+    for before anything else. This build, the baseline (--baseline-ref) and
+    the floor (`cat`, which echoes the request: mcpc takes the echo, whose
+    start is the answer's, for the answer) take turns, order rotated, many
+    starts; the median of each."""
+    n = 15 if QUICK else 31
+    cmds = {"r": [MCPC, "init", "--"] + rat(), "f": [MCPC, "init", "--", "cat"]}
+    if BASE:
+        cmds["b"] = [MCPC, "init", "--"] + base()
+    got = {c: [] for c in cmds}
+    order = "".join(cmds)
+    for k in range(n):
+        for c in order[k % len(order):] + order[:k % len(order)]:
+            got[c].append(kv(run(cmds[c]))["init_ms"])
+    r, f = statistics.median(got["r"]), statistics.median(got["f"])
+    row("spawn → `initialize` answered (median of %d, turns with the floor%s)" % (n, " and the baseline" if BASE else ""),
+        "%.1f ms" % r, "%.1f ms (`cat` echoing it)" % f, "", "≤ 10 ms", r <= 10)
+    if BASE:
+        b = statistics.median(got["b"])
+        row("↳ the baseline rat-py (%s), same turns" % BASE_NAME, "this build / baseline: %.2f×" % (r / b),
+            "%.1f ms" % b, "", "", None)
+
+
 def bench_roots(n):
     # Issue 35: a client that declares roots, rat-py started from / with no
     # --cwd (as hosts start it): roots/list is asked after `initialized`
@@ -778,6 +802,10 @@ BENCHES = {"rt": bench_roundtrip, "long": bench_long_session, "vars": bench_many
            "http": bench_http, "watch": bench_watchers, "callgrind": bench_callgrind, "hook": bench_hook}
 BENCHES["peak"] = bench_peak  # opt-in (--only=peak): the memory row's 3,000,000-line floods alone
 BENCHES["gw"] = bench_gateway  # opt-in (--only=gw): starts a Jupyter Server
+BENCHES["init"] = bench_init
+# opt-in (--only=peer): jupyter-mcp-server beside rat-py; installs its pinned
+# venv from PyPI (bench/requirements-peers.txt) into build/bench/peers
+BENCHES["peer"] = lambda: __import__("peers").bench_peer(MCPC, rat, QUICK)
 
 
 def main():
@@ -789,7 +817,7 @@ def main():
     print("### rat-py benchmark\n")
     print("Machine: %s  " % machine())
     print("Command: `scripts/bench%s`\n" % "".join(" " + a for a in sys.argv[1:] if not a.startswith("--baseline=")))
-    only = ONLY or ["rt", "long", "vars", "hook", "cold", "flood", "memory", "restart", "look", "http", "watch", "callgrind"]
+    only = ONLY or ["rt", "long", "vars", "hook", "init", "cold", "flood", "memory", "restart", "look", "http", "watch", "callgrind"]
     for name in only:
         BENCHES[name]()
     print("| measurement | rat-py | floor (raw ZMQ, C) | jupyter_client | target | met |")

@@ -22,7 +22,11 @@
  *               a completion: ms each
  * MCPC_ROOT=DIR: the client declares roots and answers roots/list with
  * file://DIR (DIR must need no percent-encoding); MCPC_CWD=DIR: rat-py is
- * started there. */
+ * started there. MCPC_TOOL=NAME and MCPC_WAIT=KEY: the tool that runs code
+ * and its argument for a wait in seconds (default run and wait; another MCP
+ * server's, such as jupyter-mcp-server's execute_code and timeout, for the
+ * peer bench: first, rt, flood and rss then call it with {"code": ...});
+ * MCPC_EXTRA='"k":v,...': more members in that tool's arguments. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,6 +41,7 @@ static int s_in = -1, s_out = -1;
 static char s_buf[1 << 20];
 static size_t s_len;
 static long s_notifications;
+static int s_skipping;
 
 static double s_now_ms(void)
 {
@@ -110,7 +115,37 @@ static const char *s_wait(long id)
             continue;
         }
         if (s_len == sizeof s_buf) {
-            s_len = 0; /* a line longer than the buffer: drop it */
+            /* A line longer than the buffer: drop it, except that a
+             * response of ours (another server's flood result may be
+             * megabytes) is returned cut to its first megabyte once its
+             * end has been read. */
+            static int skip_hit;
+            if (!s_skipping) {
+                s_skipping = 1;
+                skip_hit = strncmp(s_buf, want, (size_t)wn) == 0;
+                if (skip_hit) {
+                    memcpy(line, s_buf, sizeof line - 1);
+                    line[sizeof line - 1] = '\0';
+                }
+            }
+            s_len = 0;
+            for (;;) {
+                ssize_t r = read(s_out, s_buf, sizeof s_buf);
+                if (r <= 0) {
+                    fprintf(stderr, "mcpc: the server closed stdout\n");
+                    exit(1);
+                }
+                char *e = memchr(s_buf, '\n', (size_t)r);
+                if (e) {
+                    s_len = (size_t)r - (size_t)(e + 1 - s_buf);
+                    memmove(s_buf, e + 1, s_len);
+                    s_skipping = 0;
+                    break;
+                }
+            }
+            if (skip_hit)
+                return line;
+            continue;
         }
         ssize_t r = read(s_out, s_buf + s_len, sizeof s_buf - s_len);
         if (r <= 0) {
@@ -123,8 +158,26 @@ static const char *s_wait(long id)
 
 static long s_id;
 
+/* The tool that runs code (MCPC_TOOL), for the modes that only run code. */
+static const char *s_run_tool(void)
+{
+    const char *t = getenv("MCPC_TOOL");
+    return t && *t ? t : "run";
+}
+
 static const char *s_call(const char *tool, const char *args_json)
 {
+    char with[2048];
+    const char *extra = getenv("MCPC_EXTRA");
+    if (strcmp(tool, "run") == 0) {
+        tool = s_run_tool();
+        /* MCPC_EXTRA: more members for the run tool's arguments. */
+        size_t n = strlen(args_json);
+        if (extra && *extra && n > 2 && n < 1024 && strlen(extra) < 1000) {
+            snprintf(with, sizeof with, "%.*s,%s}", (int)(n - 1), args_json, extra);
+            args_json = with;
+        }
+    }
     char req[4096];
     snprintf(req, sizeof req,
              "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n",
@@ -197,11 +250,14 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "rt") == 0) {
         for (int i = 0; i < 50; i++)
             s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
+        long rss0 = s_rss_kb("VmRSS:");
         for (long i = 0; i < n; i++) {
             double a = s_now_ms();
             s_call("run", "{\"code\":\"x = 42\"}");
             printf("%.0f\n", (s_now_ms() - a) * 1000.0);
         }
+        if (getenv("MCPC_RSS")) /* the server's RSS after the warm-ups and after the N runs */
+            printf("rss_kb %ld %ld\n", rss0, s_rss_kb("VmRSS:"));
     } else if (strcmp(mode, "serve") == 0) {
         char line[4096];
         while (fgets(line, sizeof line, stdin)) {
@@ -245,13 +301,14 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "flood") == 0 || strcmp(mode, "floodw") == 0) {
         s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
         char args[256];
+        const char *wait = getenv("MCPC_WAIT") && *getenv("MCPC_WAIT") ? getenv("MCPC_WAIT") : "wait";
         if (strcmp(mode, "flood") == 0)
-            snprintf(args, sizeof args, "{\"code\":\"for i in range(%ld): print(i)\",\"wait\":3600}", n);
+            snprintf(args, sizeof args, "{\"code\":\"for i in range(%ld): print(i)\",\"%s\":3600}", n, wait);
         else
             snprintf(args, sizeof args,
                      "{\"code\":\"import sys\\nw = sys.stdout.write\\nfor i in range(%ld): w('%%024d\\\\n' %% i)\","
-                     "\"wait\":3600}",
-                     n);
+                     "\"%s\":3600}",
+                     n, wait);
         s_notifications = 0;
         double a = s_now_ms();
         s_check(s_call("run", args), "flood");
@@ -267,7 +324,15 @@ int main(int argc, char **argv)
             s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
         struct timespec ts = {1, 500 * 1000000L}; /* past the runtime's idle trim (1 s) */
         nanosleep(&ts, NULL);
-        printf("rss_idle_kb %ld\nhwm_kb %ld\n", s_rss_kb("VmRSS:"), s_rss_kb("VmHWM:"));
+        printf("rss_idle_kb %ld\nhwm_kb %ld\npid %ld\n", s_rss_kb("VmRSS:"), s_rss_kb("VmHWM:"), (long)s_pid);
+        if (getenv("MCPC_HOLD")) {
+            /* The caller measures the server's whole process tree now (it
+             * is idle); a line on stdin lets it go. */
+            fflush(stdout);
+            char line[64];
+            if (!fgets(line, sizeof line, stdin))
+                line[0] = '\0';
+        }
     } else if (strcmp(mode, "restart") == 0) {
         s_check(s_call("run", "{\"code\":\"x = 42\"}"), "run");
         for (long i = 0; i < n; i++) {
@@ -309,8 +374,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "mcpc: unknown mode %s\n", mode);
         return 2;
     }
+    /* EOF on stdin ends rat-py at once; a server that does not go by
+     * itself (jupyter-mcp-server keeps running) is asked to after 3 s, and
+     * killed 2 s later. */
+    fflush(stdout);
     close(s_in);
     int status;
+    for (int i = 0; i < 500; i++) {
+        if (waitpid(s_pid, &status, WNOHANG) == s_pid)
+            return 0;
+        if (i == 300)
+            kill(s_pid, SIGTERM);
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(s_pid, SIGKILL);
     waitpid(s_pid, &status, 0);
     return 0;
 }

@@ -440,9 +440,11 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     if (ctl->stop_fd >= 0)
         stop_watch = loop_watch_fd(loop, ctl->stop_fd, ZMQ_POLLIN, s_on_stop, &stop_watch);
 
-    /* The kernel boots while the client handshakes: start it first. What
-     * choosing the kernel allocated and freed goes back to the system
-     * first, so the sockets' long-lived buffers do not keep it resident. */
+    /* The kernel boots while the client handshakes: runtime_new has it
+     * launched from the loop's first pass, right after that pass has
+     * answered what is already on stdin (`initialize`). What choosing the
+     * kernel allocated and freed goes back to the system first, so the
+     * sockets' long-lived buffers do not keep it resident. */
     malloc_trim(0);
     char err[2048];
     app.rt = runtime_new(loop, &ro, err, sizeof err);

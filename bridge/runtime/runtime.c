@@ -55,6 +55,28 @@ kernelspec_t *rt_spec(const runtime_t *self, char *err, size_t errlen)
     return ks;
 }
 
+static void s_start_timer(loop_t *loop, void *ud)
+{
+    runtime_t *self = ud;
+    (void)loop;
+    self->start_timer = 0;
+    rt_start_kernel(self);
+}
+
+/* The kernel is launched from the loop, not from here: launching costs
+ * milliseconds (fork and exec, the ZeroMQ context's first use, five
+ * connects) and a host waits for `initialize`'s answer before anything
+ * else. The loop serves I/O before timers, so a handshake already on stdin
+ * is answered in the first pass, the launch follows in the same pass.
+ * Until then the kernel is STARTING: runs and requests wait as they do for
+ * a booting kernel (rt_wait_ready), a restart or a move starts it at once
+ * (rt_start_kernel cancels this). */
+static void s_start_soon(runtime_t *self)
+{
+    self->kstate = ST_STARTING;
+    self->start_timer = loop_timer(self->loop, 0, s_start_timer, self);
+}
+
 runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t errlen)
 {
     runtime_t *self = xcalloc(1, sizeof *self);
@@ -90,7 +112,7 @@ runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t 
         /* The kernelspec is the gateway's: its language comes with the
          * kernel_info_reply. */
         self->language = xstrdup(strncmp(self->kernel_name, "python", 6) == 0 ? "python" : "kernel");
-        rt_start_kernel(self);
+        s_start_soon(self);
         return self;
     }
     if (!self->existing) {
@@ -104,7 +126,7 @@ runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *o, char *err, size_t 
         self->language = rt_lower_dup(self->spec->language);
     else
         self->language = xstrdup(self->existing ? "kernel" : "python");
-    rt_start_kernel(self);
+    s_start_soon(self);
     return self;
 }
 
@@ -114,6 +136,7 @@ void runtime_destroy(runtime_t **self_p, int grace_ms)
         return;
     runtime_t *self = *self_p;
     loop_timer_cancel(self->loop, self->pump_timer);
+    loop_timer_cancel(self->loop, self->start_timer);
     loop_timer_cancel(self->loop, self->spare_timer);
     loop_timer_cancel(self->loop, self->collect_timer);
     loop_timer_cancel(self->loop, self->state_timer);

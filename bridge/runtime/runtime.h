@@ -150,8 +150,10 @@ typedef void (runtime_done_fn)(void *ud, bool ok, const char *text);
 /* Result of runtime_call_helper: the expression's text/plain, or NULL with err. */
 typedef void (runtime_text_fn)(void *ud, const char *text, const char *err);
 
-/* Starts the kernel in the background; returns at once. NULL with err filled
- * when the configuration is unusable (e.g. no such kernelspec). */
+/* Starts the kernel in the background from the loop's next pass (after the
+ * I/O that pass serves); returns at once. NULL with err filled when the
+ * configuration is unusable (e.g. no such kernelspec); a kernel that cannot
+ * be launched is reported as today, by the runs and the status. */
 runtime_t *runtime_new(loop_t *loop, const runtime_opts_t *opts, char *err, size_t errlen);
 /* Stops the kernel (owned ones within grace_ms) and frees everything. */
 void runtime_destroy(runtime_t **self_p, int grace_ms);

@@ -211,6 +211,9 @@ struct runtime {
      * caller ended with the death): the next run's output says so. Owned. */
     char *restart_note;
     uint64_t pump_timer;
+    /* The first kernel's launch, from the loop's first pass (runtime_new):
+     * the MCP handshake already waiting on stdin is answered before it. */
+    uint64_t start_timer;
     uint64_t collect_timer;        /* frees released executions from the loop */
     runtime_watch_fn *watch;       /* runtime_watch */
     void *watch_ud;

@@ -225,6 +225,8 @@ kernel_opts_t rt_local_kernel_opts(const runtime_t *self)
 
 void rt_start_kernel(runtime_t *self)
 {
+    loop_timer_cancel(self->loop, self->start_timer); /* runtime_new's, if it has not fired */
+    self->start_timer = 0;
     rt_move_at_start(self); /* first: a waiting move decides where it starts */
     kernel_opts_t ko = rt_local_kernel_opts(self);
     ko.existing = self->existing;
@@ -289,6 +291,13 @@ void runtime_restart(runtime_t *self, runtime_done_fn *done, void *ud)
     if (self->restart_done) {
         done(ud, false, "a restart is already in progress");
         return;
+    }
+    if (self->start_timer) {
+        /* Asked before the loop's first pass launched the kernel: launch (or
+         * attach) now, so the restart is the one asked of that kernel, as
+         * when the launch came first (an attached kernel's restart waits
+         * for it to be attached, below). */
+        rt_start_kernel(self);
     }
     if (rt_spare_swap(self, done, ud))
         return;

@@ -265,17 +265,39 @@ static pid_t s_pid(bool spare)
     return spare ? st.spare_pid : st.pid;
 }
 
+/* runtime_new, then the loop's first pass, which launches the kernel: none
+ * is launched before it (the MCP handshake waiting on stdin is answered
+ * first, server.c). */
+static runtime_t *s_new(const runtime_opts_t *o, char *err, size_t errlen)
+{
+    runtime_t *rt = runtime_new(g_loop, o, err, errlen);
+    CHECK(rt != NULL);
+    if (!rt)
+        return NULL;
+    runtime_status_t st;
+    runtime_status(rt, &st);
+    CHECK_EQ_INT(g_nconns, 0);
+    CHECK_EQ_INT(st.pid, 0);
+    CHECK_EQ_STR(st.state, "starting");
+    loop_run_once(g_loop, 0);
+    return rt;
+}
+
 /* The kernel process is a `sleep` launched from a kernelspec in g_dir (the
  * --kernelspec-dir path), its {python} the seconds: "600", or "601" for the
  * "other interpreter" a move may bring; the fake connection plays its
  * channels. */
-static void s_start(bool spare)
+static void s_write_spec(void)
 {
     char *spec = xasprintf("%s/kernel.json", g_dir);
     static const char json[] = "{\"argv\": [\"sleep\", \"{python}\"], \"language\": \"python\"}";
     CHECK(fileio_write_atomic(spec, json, sizeof json - 1, 0600) == 0);
     free(spec);
-    runtime_opts_t o = {
+}
+
+static runtime_opts_t s_opts(bool spare)
+{
+    return (runtime_opts_t){
         .kernelspec_dir = g_dir,
         .python = "600",
         .cwd = g_dir,
@@ -285,10 +307,16 @@ static void s_start(bool spare)
         .spare = spare,
         .connect = s_fake_new,
     };
+}
+
+static void s_start(bool spare)
+{
+    s_write_spec();
+    runtime_opts_t o = s_opts(spare);
     char err[256] = "";
     memset(g_conns, 0, sizeof g_conns);
     g_nconns = 0;
-    g_rt = runtime_new(g_loop, &o, err, sizeof err);
+    g_rt = s_new(&o, err, sizeof err);
     CHECK(g_rt != NULL);
     CHECK_EQ_INT(g_nconns, 1);
 }
@@ -404,6 +432,33 @@ static void test_run_ok(void)
     CHECK_EQ_INT(o.outcome, RUNTIME_OK);
     s_settle();
     CHECK_EQ_STR(s_state(), "idle");
+    s_stop();
+}
+
+/* A run asked for before the loop's first pass (the kernel not launched
+ * yet) waits for the kernel's readiness, then runs. */
+static void test_run_before_the_launch(void)
+{
+    s_write_spec();
+    runtime_opts_t o = s_opts(false);
+    char err[256] = "";
+    memset(g_conns, 0, sizeof g_conns);
+    g_nconns = 0;
+    g_rt = runtime_new(g_loop, &o, err, sizeof err);
+    CHECK(g_rt != NULL);
+    if (!g_rt)
+        return;
+    s_obs_t ob;
+    s_run("print(1)", &ob);
+    CHECK_EQ_INT(g_nconns, 0);
+    loop_run_once(g_loop, 0);
+    CHECK_EQ_INT(g_nconns, 1);
+    CHECK(s_pid(false) > 0);
+    CHECK_EQ_INT(ob.done, 0);
+    s_handshake(g_conns[0]);
+    s_answer_run(g_conns[0], "ok", "1\\n");
+    CHECK_EQ_INT(ob.done, 1);
+    CHECK_EQ_INT(ob.outcome, RUNTIME_OK);
     s_stop();
 }
 
@@ -692,13 +747,20 @@ static void test_attached_restart_while_attaching(void)
     char err[256] = "";
     memset(g_conns, 0, sizeof g_conns);
     g_nconns = 0;
+    /* The restart comes before the loop's first pass has attached: it must
+     * still be the attached kernel's restart, not the attach taken for one. */
     g_rt = runtime_new(g_loop, &o, err, sizeof err);
     CHECK(g_rt != NULL);
     if (!g_rt)
         return;
-    s_fake_t *fc = g_conns[0];
+    CHECK_EQ_INT(g_nconns, 0);
     s_done_t d = {0};
     runtime_restart(g_rt, s_done, &d); /* the first call: still attaching */
+    CHECK_EQ_INT(d.calls, 0);
+    CHECK_EQ_INT(g_nconns, 1);
+    s_fake_t *fc = g_conns[0];
+    loop_run_once(g_loop, 0);
+    CHECK_EQ_INT(g_nconns, 1);
     CHECK_EQ_INT(d.calls, 0);
     s_handshake(fc); /* attached: now the restart is asked for */
     CHECK(s_last_sent(fc, "shutdown_request", "\"restart\":true") != NULL);
@@ -740,7 +802,7 @@ static s_fake_t *s_start_attached(char *file, size_t filelen)
     char err[256] = "";
     memset(g_conns, 0, sizeof g_conns);
     g_nconns = 0;
-    g_rt = runtime_new(g_loop, &o, err, sizeof err);
+    g_rt = s_new(&o, err, sizeof err);
     CHECK(g_rt != NULL);
     if (!g_rt)
         return NULL;
@@ -1183,6 +1245,7 @@ int main(void)
         return 2;
     g_loop = loop_new();
     RUN_CASE(test_run_ok);
+    RUN_CASE(test_run_before_the_launch);
     RUN_CASE(test_slow_snapshot);
     RUN_CASE(test_slow_snapshot_keeps_success);
     RUN_CASE(test_snapshot_late_reply);
