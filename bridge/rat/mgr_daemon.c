@@ -491,7 +491,7 @@ int mgr_daemon_start(mgr_state_t **st_p, const mgr_resolved_t *r, long *port_out
     k->started = mgr_state_now();
     /* Its identity, for every later signal (mgr_daemon_stop): read now,
      * while it is our unreaped child and has exec'd. */
-    if (mgr_state_proc_id(pid, &k->proc) < 0) {
+    if (mgr_proc_id(pid, &k->proc) < 0) {
         snprintf(err, errlen, "cannot read /proc/%ld of the server just started: %s", (long)pid, strerror(errno));
         kill(pid, SIGKILL); /* our own child, not reaped: its pid is its own */
         waitpid(pid, NULL, 0);

@@ -6,7 +6,7 @@
  * What: `kernels:` (servers started, running or stopped: name, lang, port,
  * pid, cwd, venv, status, started, stopped, and rat-py's own proc_start,
  * proc_dev, proc_ino: the identity of the process it started, see
- * mgr_state_proc) and `runtimes:` (saved
+ * mgr_proc.h) and `runtimes:` (saved
  * configurations from `rat add`: name, lang, cwd, venv, runtime_path,
  * options, env). The layout written is the one the Go CLI writes (go-yaml
  * v3: 4-space indent, `- name:` first in each item, continuation lines
@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "mgr_proc.h"
+
 #define MGR_STATE_MAX (1u << 20)      /* bytes of state.yaml read */
 #define MGR_STATE_MAX_ENTRIES 1000    /* items per list */
 #define MGR_STATE_MAX_STR 4096        /* bytes of one value */
@@ -33,15 +35,6 @@
 typedef struct {
     char *key, *value;
 } mgr_kv_t;
-
-/* Who a process is, beyond its pid (which the kernel reuses): its start
- * time (/proc/PID/stat field 22, clock ticks after boot: never the same for
- * two processes that had one pid) and its executable (/proc/PID/exe's
- * st_dev and st_ino, which stay put when the file is replaced on disk).
- * start 0: not recorded. */
-typedef struct {
-    unsigned long long start, dev, ino;
-} mgr_proc_id_t;
 
 typedef struct {
     char *name, *lang, *cwd, *venv;
@@ -106,24 +99,8 @@ bool mgr_state_remove_runtime(mgr_state_t *self, const char *name);
 /* Marks name stopped now (pid, port and identity 0). */
 void mgr_state_mark_stopped(mgr_kernel_t *k);
 
-/* pid's identity, read from /proc. -1 with errno when it cannot be read
- * (ENOENT: gone; EACCES: another user's process). */
-int mgr_state_proc_id(long pid, mgr_proc_id_t *out);
-
-/* What k's process is.
- * MGR_PROC_GONE: k is not `running`, its pid is gone, or the pid is now
- *   another process: the identity recorded differs, or cannot be read
- *   (another user's), or, with none recorded, its argv lacks `--port PORT`
- *   (or the port is 0: rat-py always records one).
- * MGR_PROC_PROVEN: the identity recorded at start is the process's now (and
- *   with a port, its argv has `--port PORT`): the server rat started, the
- *   only process `rat` may signal.
- * MGR_PROC_UNPROVEN: no identity recorded (an entry of the Go CLI or an
- *   older rat-py) but its argv has `--port PORT`: probably the server, so
- *   it is listed and used, but never signalled.
- * why (may be NULL) says why, for GONE when a process has that pid, and for
- * UNPROVEN. */
-typedef enum { MGR_PROC_GONE, MGR_PROC_PROVEN, MGR_PROC_UNPROVEN } mgr_proc_t;
+/* What k's process is: MGR_PROC_GONE when k is not `running`, else
+ * mgr_proc_check of its pid, port and recorded identity. */
 mgr_proc_t mgr_state_proc(const mgr_kernel_t *k, char *why, size_t whylen);
 /* Whether k is `running` and its process is (or, unproven, seems to be) the
  * server it names: mgr_state_proc is not MGR_PROC_GONE. */

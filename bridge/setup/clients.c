@@ -1,10 +1,13 @@
 /* clients: where mcptocli and mcp2cli keep things (clients.h). */
 #include "clients.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sodium.h>
 
 #include "buf.h"
@@ -113,7 +116,7 @@ bool clients_command_is_rat(const char *command)
     return rat;
 }
 
-long clients_daemon_pid(const char *client, const char *name)
+long clients_daemon_pidfile(const char *client, const char *name)
 {
     char *dir = clients_path(client, CLIENTS_DAEMONS);
     char *pidfile = xasprintf("%s/%s.pid", dir, name);
@@ -123,22 +126,72 @@ long clients_daemon_pid(const char *client, const char *name)
     free(pidfile);
     char *end = NULL;
     long pid = text ? strtol(text, &end, 10) : 0;
-    bool ok = text && end != text && pid > 1 && (*end == '\0' || *end == '\n');
+    bool ok = text && end != text && pid > 1 && pid <= INT_MAX && (*end == '\0' || *end == '\n');
     free(text);
-    if (!ok || kill((pid_t)pid, 0) < 0)
-        return 0;
-    /* The pid file may be stale and the pid reused: it must be the client's
-     * `__daemon NAME ...` (or `__daemon-shared NAME ...`) process. */
-    char *cmdline_path = xasprintf("/proc/%ld/cmdline", pid);
-    char *cmdline = fileio_read(cmdline_path, 65536, &len);
-    free(cmdline_path);
-    bool ours = false;
+    return ok ? pid : 0;
+}
+
+bool clients_daemon_is(const char *client, const char *name, long pid, char *why, size_t whylen)
+{
+    if (whylen)
+        why[0] = '\0';
+    char path[64];
+    struct stat sb;
+    snprintf(path, sizeof path, "/proc/%ld", pid);
+    if (pid <= 1 || stat(path, &sb) < 0)
+        return false; /* gone: nothing to say */
+    /* Its owner: the pid file is the user's, so is the process (root
+     * running uninstall signals none of another user's processes). */
+    if (sb.st_uid != geteuid()) {
+        snprintf(why, whylen, "it runs as uid %lu, not as you", (unsigned long)sb.st_uid);
+        return false;
+    }
+    /* Its argv: `CLIENT __daemon NAME ...` (or `__daemon-shared NAME`). */
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    size_t len = 0;
+    char *cmdline = fileio_read(path, 65536, &len);
+    bool argv_ok = false;
     if (cmdline) {
         const char *arg1 = memchr(cmdline, '\0', len) ? cmdline + strlen(cmdline) + 1 : NULL;
         const char *arg2 = arg1 && arg1 < cmdline + len ? arg1 + strlen(arg1) + 1 : NULL;
-        ours = arg2 && arg2 < cmdline + len && strncmp(arg1, "__daemon", 8) == 0 && strcmp(arg2, name) == 0;
+        argv_ok = arg2 && arg2 < cmdline + len && strncmp(arg1, "__daemon", 8) == 0 && strcmp(arg2, name) == 0;
     }
     free(cmdline);
-    return ours ? pid : 0;
+    if (!argv_ok) {
+        snprintf(why, whylen, "its arguments are not %s's `__daemon %s`", client, name);
+        return false;
+    }
+    /* Its executable: the client's program (st_dev and st_ino, as
+     * start-stop-daemon --exec proves a pidfile's process), or that file
+     * replaced on disk since `up` started (a client upgraded in place):
+     * /proc/PID/exe then reads "PROGRAM (deleted)". */
+    bool on_path = false;
+    char *prog = clients_find(client, &on_path);
+    char *real = prog ? fileio_realpath(prog) : NULL;
+    snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+    struct stat pe, ce;
+    bool exe_ok = real && stat(path, &pe) == 0 && stat(real, &ce) == 0 && pe.st_dev == ce.st_dev &&
+                  pe.st_ino == ce.st_ino;
+    char exe[4096];
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    if (!exe_ok && real && n > 0) {
+        char *deleted = xasprintf("%s (deleted)", real);
+        exe_ok = strcmp(exe, deleted) == 0;
+        free(deleted);
+    }
+    if (!exe_ok)
+        snprintf(why, whylen, "it runs %s, not %s (%s)", n > 0 ? exe : "a program that cannot be read", client,
+                 real ? real : "not found");
+    free(real);
+    free(prog);
+    return exe_ok;
+}
+
+long clients_daemon_pid(const char *client, const char *name)
+{
+    long pid = clients_daemon_pidfile(client, name);
+    char why[8];
+    return pid && clients_daemon_is(client, name, pid, why, sizeof why) ? pid : 0;
 }
 

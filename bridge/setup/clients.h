@@ -33,6 +33,17 @@ char *clients_find(const char *client, bool *on_path);
 /* Whether a registered command line runs a rat-py program (its first word
  * is rat-py, rat-r, ... or this very program). */
 bool clients_command_is_rat(const char *command);
+/* The pid the client's pid file for `NAME up` names (unchecked: anything
+ * running as the user can write it, and the pid may be reused), or 0. */
+long clients_daemon_pidfile(const char *client, const char *name);
+/* Whether pid is the client's `NAME up` process, as far as a process
+ * rat-py did not start can be proven (doc/security.md "What `rat-py
+ * uninstall` may signal"): it runs as this user (euid), its argv is
+ * `__daemon NAME` (or `__daemon-shared NAME`) after the program, and its
+ * executable is the client's program (clients_find; dev and inode, or that
+ * path deleted since). When not, why says which does not hold (empty when
+ * pid is gone). */
+bool clients_daemon_is(const char *client, const char *name, long pid, char *why, size_t whylen);
 /* The pid of the client's `NAME up` process, or 0 when it is not running
  * (a stale pid file, or a pid reused by another process, is not). */
 long clients_daemon_pid(const char *client, const char *name);

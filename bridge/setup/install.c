@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -590,18 +592,74 @@ static void s_drop_cache(const char *client, const char *name)
     free(f);
 }
 
-/* Stops the client's `name up` process (what `CLIENT NAME down` does: a
- * SIGTERM, after which it closes rat-py's stdin and rat-py exits). */
-static bool s_stop_daemon(const char *client, const char *name)
+/* A pidfd for pid (Linux 5.3+), -1 when the kernel (or valgrind) has none:
+ * then the signal goes by pid, with the small race the pidfd closes. */
+static int s_pidfd_open(long pid)
 {
-    long pid = clients_daemon_pid(client, name);
-    if (!pid || kill((pid_t)pid, SIGTERM) < 0)
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Signals the process pidfd holds (by pid without one). */
+static bool s_signal(int pidfd, long pid, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+    if (pidfd >= 0) {
+        if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0)
+            return true;
+        if (errno != ENOSYS)
+            return false; /* ESRCH: it is gone, and the pid may be another's now */
+    }
+#endif
+    return kill((pid_t)pid, sig) == 0;
+}
+
+/* Whether the process pidfd holds (or pid) is still there. */
+static bool s_running(int pidfd, long pid)
+{
+    if (pidfd >= 0) {
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+        return poll(&p, 1, 0) == 0; /* readable once it has exited */
+    }
+    return kill((pid_t)pid, 0) == 0;
+}
+
+/* Stops the client's `name up` process (what `CLIENT NAME down` does: a
+ * SIGTERM, after which it closes rat-py's stdin and rat-py exits). The pid
+ * comes from the client's pid file, which anything running as the user can
+ * write and whose pid the kernel reuses: only a process proven to be the
+ * client's own daemon (clients_daemon_is) is signalled, through a pidfd
+ * opened before the proof, so the process proven is the process signalled
+ * (doc/security.md "What `rat-py uninstall` may signal"). *pid_out is the
+ * pid file's pid (0: none, or gone); why says why it was left running. */
+static bool s_stop_daemon(const char *client, const char *name, long *pid_out, char *why, size_t whylen)
+{
+    why[0] = '\0';
+    long pid = *pid_out = clients_daemon_pidfile(client, name);
+    if (!pid)
         return false;
-    for (int waited = 0; waited < DAEMON_STOP_MS && kill((pid_t)pid, 0) == 0; waited += 20) {
+    int pidfd = s_pidfd_open(pid);
+    if (pidfd < 0 && errno == ESRCH) {
+        *pid_out = 0;
+        return false;
+    }
+    bool ok = clients_daemon_is(client, name, pid, why, whylen);
+    if (ok)
+        ok = s_signal(pidfd, pid, SIGTERM);
+    for (int waited = 0; ok && waited < DAEMON_STOP_MS && s_running(pidfd, pid); waited += 20) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    return true;
+    if (pidfd >= 0)
+        close(pidfd);
+    if (!ok && !why[0])
+        *pid_out = 0; /* gone before it could be signalled */
+    return ok;
 }
 
 /* What the client on PATH does itself. */
@@ -863,7 +921,9 @@ int install_uninstall_main(int argc, char **argv, const char *self_argv0, const 
             said = true;
         } else if (c.registered) {
             bool marked = s_config_marked(c.client);
-            bool stopped = s_stop_daemon(c.client, o.name), removed_cmd = false;
+            long up_pid = 0;
+            char up_why[4200];
+            bool stopped = s_stop_daemon(c.client, o.name, &up_pid, up_why, sizeof up_why), removed_cmd = false;
             int r;
             if (c.on_path) {
                 char *rm[] = {c.prog, "rm", o.name, NULL};
@@ -880,6 +940,9 @@ int install_uninstall_main(int argc, char **argv, const char *self_argv0, const 
                 s_tidy(c.client, marked);
                 printf("Removed `%s` from %s (%s)%s%s\n", o.name, c.client, c.cfg,
                        removed_cmd ? ", with its command" : "", stopped ? "; stopped its `up` process" : "");
+                if (!stopped && up_why[0])
+                    printf("`%s up` (pid %ld) left running: %s; if it is yours, stop it: %s down (or kill %ld)\n",
+                           o.name, up_pid, up_why, o.name, up_pid);
                 said = true;
             }
         } else if (s_remove_leftover(&c, o.name)) {

@@ -2,7 +2,7 @@
 // wait window; runs queued behind a running one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, call } from './lib.mjs';
+import { connect, run, ctl, call, prompt } from './lib.mjs';
 
 test('cancel interrupts `while True: pass` and keeps the variables', async () => {
   const h = await connect();
@@ -13,7 +13,7 @@ test('cancel interrupts `while True: pass` and keeps the variables', async () =>
     const t0 = Date.now();
     const c = await ctl(h, 'cancel');
     assert.equal(c.text, 'CANCELLED exec #2');
-    assert.ok(Date.now() - t0 < 5000, 'cancel returns within 5 s');
+    assert.ok(Date.now() - t0 < prompt(5000), `cancel returned after ${Date.now() - t0} ms`);
     const r = await running;
     assert.equal(r.isError, true);
     assert.match(r.text, /KeyboardInterrupt/);
@@ -142,7 +142,7 @@ test('the default wait returns a 40 s loop after 25 s; ctl wait collects the end
     const t0 = Date.now();
     const r1 = await run(h, 'import time\nfor i in range(40):\n    time.sleep(1)\nprint("finished")');
     const dt = Date.now() - t0;
-    assert.ok(dt >= 24_500 && dt < 29_000, `returned after ${dt} ms`);
+    assert.ok(dt >= 24_500 && dt < 25_000 + prompt(2500), `returned after ${dt} ms`);
     assert.match(r1.text, /^⏳ running 2\d\.\ds \| exec #1\n/);
     const r2 = await ctl(h, 'wait');
     assert.match(r2.text, /^finished\n\n✓ (3\d|4\d)\.\ds \| 1 var$/);
@@ -193,7 +193,7 @@ test('an MCP cancellation interrupts the run and sends no response', async () =>
     const t0 = Date.now();
     const r = await run(h, 'print(keep)');
     assert.match(r.text, /^5\n\n✓ /);
-    assert.ok(Date.now() - t0 < 5000);
+    assert.ok(Date.now() - t0 < prompt(5000), `the next run took ${Date.now() - t0} ms`);
   } finally {
     await h.close();
   }

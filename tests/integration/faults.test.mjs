@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { connect, run, ctl, kernelPid, alive, until, scratch, ms } from './lib.mjs';
+import { connect, run, ctl, kernelPid, alive, until, scratch, ms, prompt } from './lib.mjs';
 
 const UNRESPONSIVE = /\nheartbeat: no reply for 3 s — the kernel process is unresponsive/;
 
@@ -25,7 +25,7 @@ test('a SIGSTOPped kernel: the run returns within its wait, status says unrespon
     process.kill(pid, 'SIGSTOP');
     const r = await running;
     const dt = Date.now() - t0;
-    assert.ok(dt >= 3900 && dt < 4000 + ms(1500), `the run returned after ${dt} ms (wait: 4 s)`);
+    assert.ok(dt >= 3900 && dt < 4000 + prompt(1500), `the run returned after ${dt} ms (wait: 4 s)`);
     assert.match(r.text, /^0\n1(\n\d+)*\n\n⏳ running 4\.\ds \| exec #2\n↳ still running/);
     // The heartbeat is answered by a thread of the stopped process: silent.
     await until(async () => UNRESPONSIVE.test((await ctl(h, 'status')).text), ms(8000), 'status to report the kernel unresponsive');

@@ -6,9 +6,10 @@
 // and doctor's report of the clients and of a stale tool-schema cache.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { realpathSync, mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, lstatSync, symlinkSync, chmodSync, rmSync, readdirSync, readlinkSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, realpathSync, mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, lstatSync, symlinkSync, chmodSync, rmSync, readdirSync, readlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RAT as RAT_GIVEN, checkSanitizers } from './lib.mjs';
@@ -518,6 +519,87 @@ test('doctor: each client, its version, the registration, `py` on PATH, and a sc
     assert.match(off.out, /^– mcptocli: the tool schemas it cached for `py` are not compared: the server did not answer$/m);
     assert.match(off.out, new RegExp(`^✗ \`py\` is registered but not on PATH\\n    fix: echo 'export PATH="${h.binOf('mcptocli')}:\\$PATH"' >> ~/.bashrc`, 'm'));
   } finally {
+    h.cleanup();
+  }
+});
+
+// uninstall stops the client's `py up` process, found by the pid file the
+// client keeps (~/.local/share/CLIENT/daemons/py.pid): a file anything
+// running as the user can write, naming a pid the kernel reuses. Only the
+// client's own `__daemon py` process, running as this user, is signalled.
+// The client here is a copy of /bin/sh (its own executable, as a Go client
+// is), and the daemon a shell reading a script named `__daemon`.
+test('uninstall signals only the client\'s own `py up` process, never what its pid file names otherwise', async () => {
+  const h = home();
+  const kids = [];
+  try {
+    const gobin = path.join(h.dir, 'go/bin');
+    mkdirSync(gobin, { recursive: true });
+    const client = path.join(gobin, 'mcptocli'); // found off PATH: uninstall edits the YAML itself
+    copyFileSync(realpathSync('/bin/sh'), client);
+    chmodSync(client, 0o755);
+    const work = path.join(h.dir, 'work');
+    mkdirSync(work);
+    writeFileSync(path.join(work, '__daemon'), 'read line\n'); // blocks on its stdin pipe until signalled
+    const pidfile = path.join(h.dir, '.local/share/mcptocli/daemons/py.pid');
+    const daemon = (prog, ids = {}) => {
+      const p = spawn(prog, ['__daemon', 'py'], { cwd: work, stdio: ['pipe', 'ignore', 'ignore'], ...ids });
+      const exited = new Promise((resolve) => p.on('exit', (code, signal) => resolve(signal ?? code)));
+      kids.push(p);
+      mkdirSync(path.dirname(pidfile), { recursive: true });
+      writeFileSync(pidfile, `${p.pid}\n`);
+      return { p, exited, started: once(p, 'spawn') }; // 'spawn': it has exec'd
+    };
+    const alive = (p) => p.exitCode === null && p.signalCode === null;
+
+    // argv `__daemon py` as the client's, but another program: left running, said.
+    assert.equal(rat(h, ['install']).code, 0);
+    const impostor = daemon('/bin/sh');
+    await impostor.started;
+    const u = rat(h, ['uninstall']);
+    assert.equal(u.code, 0, u.err);
+    assert.doesNotMatch(u.out, /stopped its `up` process/);
+    assert.match(u.out, new RegExp(`\`py up\` \\(pid ${impostor.p.pid}\\) left running: it runs .*sh, not mcptocli \\(${client}\\)`));
+    // Read at once: this process reaps nothing during spawnSync, so a signalled impostor is a
+    // zombie (state Z) here, not yet an 'exit' event.
+    const state = readFileSync(`/proc/${impostor.p.pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+    assert.notEqual(state, 'Z', 'a process that is not the client\'s is not signalled');
+    assert.ok(alive(impostor.p));
+    impostor.p.kill('SIGKILL');
+    await impostor.exited;
+
+    // The client's own program, but another user's process (root runs uninstall; the test
+    // drops the daemon to nobody): left running.
+    if (process.getuid() === 0) {
+      for (const d of [h.dir, path.join(h.dir, 'go'), gobin, work])
+        chmodSync(d, 0o755);
+      chmodSync(path.join(work, '__daemon'), 0o644);
+      assert.equal(rat(h, ['install']).code, 0);
+      const theirs = daemon(client, { uid: 65534, gid: 65534 });
+      await theirs.started;
+      const t = rat(h, ['uninstall']);
+      assert.equal(t.code, 0, t.err);
+      assert.match(t.out, new RegExp(`\`py up\` \\(pid ${theirs.p.pid}\\) left running: it runs as uid 65534, not as you`));
+      const st = readFileSync(`/proc/${theirs.p.pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+      assert.notEqual(st, 'Z', 'another user\'s process is not signalled');
+      theirs.p.kill('SIGKILL');
+      await theirs.exited;
+    } else {
+      console.log('# not root: the check of another user\'s `py up` is skipped');
+    }
+
+    // The client's own: stopped.
+    assert.equal(rat(h, ['install']).code, 0);
+    const own = daemon(client);
+    await own.started;
+    const v = rat(h, ['uninstall']);
+    assert.equal(v.code, 0, v.err);
+    assert.match(v.out, /Removed `py` from mcptocli .*; stopped its `up` process\n/);
+    assert.equal(await own.exited, 'SIGTERM');
+  } finally {
+    for (const k of kids)
+      if (k.exitCode === null && k.signalCode === null)
+        k.kill('SIGKILL');
     h.cleanup();
   }
 });

@@ -2,7 +2,7 @@
 // TypeScript SDK) driving the real rat-py binary, which drives a real
 // ipykernel. Nothing here fakes either side.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -30,6 +30,20 @@ const WRAPPER = (process.env.RAT_PY_WRAPPER ?? '').split(/\s+/).filter(Boolean);
 export const WRAPPED = WRAPPER.length > 0;
 export const SLOWDOWN = WRAPPED ? Number(process.env.RAT_PY_SLOWDOWN || 10) : 1;
 export const ms = (n) => n * SLOWDOWN;
+
+/**
+ * A bound for "promptly": n ms (what a quiet machine meets; scaled by ms()
+ * like every bound) plus room for a loaded one (doc/tests.md "Under load").
+ * On a 2-core machine shared with other builds, with and without a busy
+ * loop on each core, a stdin-EOF or SIGTERM exit (about 100-200 ms when
+ * quiet) took 70-870 ms, and PID 1 reaped an orphaned kernel 1.1-2.0 s
+ * after its death: scheduling delays add up across the processes a step
+ * wakes. 1.5 s of room still fails what such a bound is there to catch (a
+ * hang, a step waiting out the running code, a timeout taken instead of the
+ * prompt path: each several seconds or more).
+ */
+export const LOAD_ROOM_MS = 1500;
+export const prompt = (n) => ms(n) + ms(LOAD_ROOM_MS);
 
 /**
  * The command and argv that start rat-py (or bin, e.g. one of its family
@@ -127,6 +141,20 @@ export function alive(pid) {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Whether pid runs no more: gone, or a zombie (dead, waiting to be reaped
+ * by its parent, or by PID 1 once its parent is gone; a slow init takes
+ * seconds under load, and that is not the process running on).
+ */
+export function dead(pid) {
+  if (!alive(pid)) return true;
+  try {
+    return /^[ZX]/.test(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, ''));
+  } catch {
+    return true;
   }
 }
 

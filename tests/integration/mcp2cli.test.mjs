@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TermClient, Mcp2cliLike, parseToolArguments, parseInvocation, shellSplit, goJSON } from './mcp2cli_like.mjs';
-import { scratch, ms, connect } from './lib.mjs';
+import { scratch, ms, connect, prompt } from './lib.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 
@@ -57,7 +57,7 @@ for (const client of ['mcptocli', 'mcp2cli']) {
           want = want.slice(want.indexOf('py> '));
         assert.equal(norm(got.out), norm(want), `$ ${command}`);
         if (argv[1] === 'down')
-          assert.ok(got.exit.ms < ms(300) && got.exit.signal === null, `py down: rat-py exited on its own in ${got.exit.ms} ms`);
+          assert.ok(got.exit.ms < prompt(300) && got.exit.signal === null, `py down: rat-py exited on its own in ${got.exit.ms} ms`);
       }
     } finally {
       await py.close();

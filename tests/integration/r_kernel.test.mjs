@@ -6,7 +6,7 @@ import { mkdtempSync, symlinkSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { RAT, connect, run, ctl, call, until, rawServer, ms } from './lib.mjs';
+import { RAT, connect, run, ctl, call, until, rawServer, ms, prompt } from './lib.mjs';
 
 const linkDir = mkdtempSync(path.join(tmpdir(), 'rat-family-'));
 const RAT_R = path.join(linkDir, 'rat-r');
@@ -133,9 +133,9 @@ test('when rat-py exits, R quits by itself: its session directory is gone, and t
   const t0 = Date.now();
   srv.child.stdin.end();
   const ex = await srv.exited;
-  assert.ok(ex.at - t0 <= ms(300), `exited after ${ex.at - t0} ms`);
+  assert.ok(ex.at - t0 <= prompt(300), `exited after ${ex.at - t0} ms`);
   assert.equal(ex.code, 0);
-  await until(() => !existsSync(dir), ms(1000), `R's session directory ${dir} to be removed`);
+  await until(() => !existsSync(dir), prompt(1000), `R's session directory ${dir} to be removed`);
   await srv.close();
 });
 

@@ -262,10 +262,10 @@ static void test_only_a_proven_server_is_signalled(void)
     pid_t plain = s_bystander("-x", "-y", "-z");
     pid_t like = s_bystander("--http", "--port", "8799");
     mgr_proc_id_t id;
-    CHECK_EQ_INT(mgr_state_proc_id(plain, &id), 0);
+    CHECK_EQ_INT(mgr_proc_id(plain, &id), 0);
     CHECK(id.start > 0 && id.ino > 0);
     mgr_proc_id_t gone;
-    CHECK_EQ_INT(mgr_state_proc_id(0, &gone), -1);
+    CHECK_EQ_INT(mgr_proc_id(0, &gone), -1);
 
     /* Port 0, no identity: nothing shows it is a server (the old check
      * skipped the argv then and took it for alive). */
@@ -313,7 +313,7 @@ static void test_only_a_proven_server_is_signalled(void)
     CHECK(k->pid == 0 && k->proc.start == 0);
     CHECK(!s_running(plain));
     /* Gone now: its identity cannot be read. */
-    CHECK_EQ_INT(mgr_state_proc_id(plain, &gone), -1);
+    CHECK_EQ_INT(mgr_proc_id(plain, &gone), -1);
 
     kill(-plain, SIGKILL); /* the sleep its shell left */
     kill(-like, SIGKILL);

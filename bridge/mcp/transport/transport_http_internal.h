@@ -187,9 +187,23 @@ enum MHD_Result http_queue(transport_http_t *self, struct MHD_Connection *c, uns
                            struct MHD_Response *r);
 enum MHD_Result http_error(transport_http_t *self, struct MHD_Connection *c, unsigned status, int code,
                            const char *msg);
+/* A body (copied) with its Content-Type and, when given, Mcp-Session-Id. */
+enum MHD_Result http_send_body(transport_http_t *self, struct MHD_Connection *c, unsigned status,
+                               const char *ctype, const char *body, size_t len, const char *session_id);
+/* An HTTP error with a JSON-RPC error body answering the request whose id
+ * is id (NULL: id null). */
+enum MHD_Result http_error_id(transport_http_t *self, struct MHD_Connection *c, unsigned status,
+                              json_object *id, int code, const char *msg);
 void http_schedule_run(transport_http_t *self);
 
 int http_find_handler(const transport_http_t *self, const char *url);
+
+/* transport_http_modern.c */
+/* Whether a POST is in the 2026-07-28 sessionless form. */
+bool http_post_is_modern(struct MHD_Connection *c, jsonrpc_msg_t *m, bool is_init, const char *sid);
+/* Answers it (its headers checked against its body first); m is borrowed. */
+enum MHD_Result http_handle_modern_post(transport_http_t *self, struct MHD_Connection *c, http_req_t *req,
+                                        jsonrpc_msg_t *m);
 
 /* transport_http_guard.c */
 bool http_origin_ok(const transport_http_t *self, const char *origin);
