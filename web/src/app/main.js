@@ -83,12 +83,13 @@ class Cell {
     this.editor.hidden = true;
     this.out = el('div', 'out');
     this.status = el('div', 'status');
-    const lookRow = el('form', 'lookat');
+    // No <form>: a host's sandbox may leave out allow-forms, and then a
+    // submit never fires. A button and Enter do the same.
+    const lookRow = el('div', 'lookat');
     this.lookInput = el('input');
     this.lookInput.placeholder = 'variable or expression path (df, model.layers[0])';
     this.lookInput.setAttribute('aria-label', 'variable to look at');
     const lookBtn = el('button', 'look', 'Look');
-    lookBtn.type = 'submit';
     lookRow.append(this.lookInput, lookBtn);
     this.lookOut = el('div', 'tree-wrap');
     this.node.append(head, this.codeEl, this.editor, this.out, this.status, lookRow, this.lookOut);
@@ -98,7 +99,7 @@ class Cell {
     this.runBtn.addEventListener('click', () => this.rerun());
     this.cancelBtn.addEventListener('click', () => this.cancel());
     this.editor.addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.shiftKey || e.ctrlKey)) { e.preventDefault(); this.rerun(); } });
-    lookRow.addEventListener('submit', (e) => { e.preventDefault(); this.lookAt(this.lookInput.value.trim()); });
+    onSubmit(this.lookInput, lookBtn, () => this.lookAt(this.lookInput.value.trim()));
   }
 
   showCode(code) {
@@ -181,17 +182,15 @@ class Cell {
   }
 
   ask(prompt, password) {
-    const form = el('form', 'ask');
+    const form = el('div', 'ask');
     const label = el('label', null, prompt || 'input:');
     const inp = el('input');
     inp.type = password ? 'password' : 'text';
     inp.setAttribute('aria-label', 'answer to input()');
     const send = el('button', null, 'Send');
-    send.type = 'submit';
     form.append(label, inp, send);
     this.out.append(form);
-    form.addEventListener('submit', (e) => {
-      e.preventDefault();
+    onSubmit(inp, send, () => {
       const answer = inp.value;
       form.remove();
       this.call('run', { code: '', input: answer, wait: 25 });
@@ -208,6 +207,12 @@ class Cell {
     this.lookOut.replaceChildren(ul);
     vars.expand(li);
   }
+}
+
+// Enter in the field or a click on the button.
+function onSubmit(input, button, fn) {
+  button.addEventListener('click', fn);
+  input.addEventListener('keydown', (e) => { if (e.key === 'Enter' && !e.isComposing) { e.preventDefault(); fn(); } });
 }
 
 function streamEl(name, text) {
