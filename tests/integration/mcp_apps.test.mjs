@@ -318,6 +318,21 @@ shown_test('input(): the app answers the prompt through the host', async () => {
   await shot('4-input');
 });
 
+shown_test('a run still going when the call returns is followed, and Cancel interrupts it', async () => {
+  const { frame, result } = await agentCall('stdio', 'run', { code: 'import time\nfor i in range(600):\n    time.sleep(0.1)', wait: 0.5 });
+  assert.equal(result.structuredContent.status, 'running', JSON.stringify(result.structuredContent));
+  const cancel = frame.locator('button.cancel');
+  await frame.locator('button.cancel:not([disabled])').waitFor({ timeout: T(20000) });
+  await cancel.click();
+  const err = frame.locator('pre.error');
+  await err.waitFor({ timeout: T(30000) });
+  assert.match(await err.textContent(), /KeyboardInterrupt/);
+  const sent = forwarded.filter((f) => f.method === 'tools/call' && f.params.name === 'ctl').map((f) => f.params.arguments.op);
+  assert.ok(sent.includes('wait') && sent.includes('cancel'), sent.join(' '));
+  await frame.locator('button.rerun:not([disabled])').waitFor({ timeout: T(20000) });
+  await shot('5-cancelled');
+});
+
 shown_test('look: the variables app drills into a variable; the cell looks one up inline', async () => {
   await stdio.client.callTool({ name: 'run', arguments: { code: "cfg = {'model': {'layers': [64, 32]}, 'lr': 0.01}" } });
   const { frame } = await agentCall('stdio', 'look', {});
@@ -327,7 +342,7 @@ shown_test('look: the variables app drills into a variable; the cell looks one u
   await frame.locator('li[data-path="cfg[\'model\']"], li[data-path=\'cfg["model"]\'], li[data-path="cfg.model"]').first().waitFor({ timeout: T(20000) });
   const lookCalls = forwarded.filter((f) => f.method === 'tools/call' && f.params.name === 'look' && f.params.arguments.at === 'cfg');
   assert.equal(lookCalls.length, 1);
-  await shot('5-look-vars');
+  await shot('6-look-vars');
   // From a cell: look at a variable without leaving it.
   const cell = await agentCall('stdio', 'run', { code: 'total = sum(cfg["model"]["layers"])\ntotal' });
   await cell.frame.locator('.output', { hasText: '96' }).waitFor({ timeout: T(20000) });
@@ -335,7 +350,7 @@ shown_test('look: the variables app drills into a variable; the cell looks one u
   await cell.frame.locator('.lookat button').click();
   await cell.frame.locator('.tree-wrap li[data-path="cfg"] .row').first().waitFor({ timeout: T(20000) });
   await cell.frame.locator('.tree-wrap .tree ul li').first().waitFor({ timeout: T(20000) });
-  await shot('6-cell-lookat');
+  await shot('7-cell-lookat');
 });
 
 shown_test('a large output stays bounded; nothing broke the CSP or left the two origins', async () => {
@@ -351,5 +366,5 @@ shown_test('a large output stays bounded; nothing broke the CSP or left the two 
   assert.deepEqual(problems, []);
   const hosts = new Set(requests.map((u) => new URL(u).host));
   for (const h of hosts) assert.ok(h.startsWith('localhost:') || h.startsWith('127.0.0.1:'), [...hosts].join(' '));
-  await shot('7-bounded');
+  await shot('8-bounded');
 });
