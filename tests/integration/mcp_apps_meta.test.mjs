@@ -84,6 +84,8 @@ test('2026-07-28 (per-request capabilities): the same, request by request', { sk
       srv.send({ jsonrpc: '2.0', id: ++id, method, params: { ...params, _meta: meta(caps) } });
       return srv.reply(id);
     };
+    assert.equal((await ask('server/discover', {}, {})).result.capabilities.extensions?.[EXT], undefined);
+    assert.deepEqual((await ask('server/discover', {}, UI)).result.capabilities.extensions[EXT], { mimeTypes: [MIME] });
     const plain = (await ask('tools/list', {}, {})).result.tools;
     const ui = (await ask('tools/list', {}, UI)).result.tools;
     for (const t of plain) assert.equal(t._meta, undefined, t.name);
