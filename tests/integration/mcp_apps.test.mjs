@@ -95,7 +95,7 @@ window.mountApp = async (o) => {
   document.body.append(box);
   const bridge = new ExtApps.AppBridge(null, { name: 'rat-py-test-host', version: '1.0.0' },
     { serverTools: {}, serverResources: {}, logging: {} },
-    { hostContext: { theme: o.theme, platform: 'web', displayMode: 'inline', availableDisplayModes: ['inline'],
+    { hostContext: { theme: o.theme, styles: o.styles, platform: 'web', displayMode: 'inline', availableDisplayModes: ['inline'],
         toolInfo: { tool: o.tool }, containerDimensions: { maxHeight: 3000 } } });
   bridge.oncalltool = (p) => window.ratForward(o.server, 'tools/call', p);
   bridge.onreadresource = (p) => window.ratForward(o.server, 'resources/read', p);
@@ -144,7 +144,7 @@ async function forward(server, method, params) {
 
 // The agent's call, then the View the host shows for it.
 let shown = 0;
-async function agentCall(server, name, args, theme = 'light') {
+async function agentCall(server, name, args, theme = 'light', styles = undefined) {
   const h = conns[server];
   const tool = tools[server][name];
   const uri = tool?._meta?.ui?.resourceUri;
@@ -154,7 +154,7 @@ async function agentCall(server, name, args, theme = 'light') {
   const c = res.contents[0];
   const id = `view${++shown}`;
   await page.evaluate((o) => window.mountApp(o), {
-    id, title: `${server}: ${name} ${JSON.stringify(args)}`, server, theme, tool: { name, inputSchema: tool.inputSchema },
+    id, title: `${server}: ${name} ${JSON.stringify(args)}`, server, theme, styles, tool: { name, inputSchema: tool.inputSchema },
     html: c.text, meta: c._meta.ui, args, result,
   });
   return { id, result, frame: viewFrame(id) };
@@ -286,11 +286,19 @@ shown_test('an error shows its ZeroDivisionError traceback, in the dark theme', 
   assert.match(await err.textContent(), /Traceback|----> |f\(0\)/);
   assert.equal(await frame.locator('html').getAttribute('data-theme'), 'dark');
   await shot('2-error-dark');
+  // The host switches to light (ui/notifications/host-context-changed).
+  await page.evaluate((v) => window.bridges[v].sendHostContextChange({ theme: 'light' }), `view${shown}`);
+  await frame.locator('html[data-theme="light"]').waitFor({ timeout: T(10000) });
 });
 
 shown_test('run again, edited, from the app reaches the kernel (HTTP)', async () => {
-  const { frame } = await agentCall('http', 'run', { code: 'n = 1\nn' });
+  // The host's style variables (SEP-1865's names) colour the View; one
+  // that would load something (url()) is ignored.
+  const { frame } = await agentCall('http', 'run', { code: 'n = 1\nn' }, 'light',
+    { variables: { '--color-background-primary': 'rgb(255, 250, 230)', '--color-background-secondary': 'url(https://example.com/x.png)' } });
   await frame.locator('.output', { hasText: '1' }).waitFor({ timeout: T(20000) });
+  assert.equal(await frame.locator('body').evaluate((b) => getComputedStyle(b).backgroundColor), 'rgb(255, 250, 230)');
+  assert.equal(await frame.locator('html').evaluate((h) => h.style.getPropertyValue('--color-background-secondary')), '');
   const before = forwarded.length;
   await frame.locator('button.edit').click();
   await frame.locator('textarea.editor').fill("n = 41 + 1\nprint('edited', n)");
