@@ -217,9 +217,9 @@ function onSubmit(input, button, fn) {
 
 function streamEl(name, text) {
   const pre = el('pre', `stream ${name}`);
-  let t = foldCR(String(text));
+  let t = String(text);
   if (t.length > MAX_STREAM_CHARS) t = `… ${t.length - MAX_STREAM_CHARS} characters not shown …\n${t.slice(-MAX_STREAM_CHARS)}`;
-  ansiInto(pre, t);
+  ansiInto(pre, foldCR(t));
   return pre;
 }
 
@@ -234,40 +234,32 @@ function errorEl(err, cancelled) {
 
 // Structured outputs (doc/tools.md#structured-results), in order; streams
 // of one name that follow each other are one block, as in a notebook.
+// Gathered first, drawn once: each output is looked at once, whatever the
+// result holds.
 function renderOutputs(box, outputs, execCount) {
-  const shown = [];   // {displayId, node}
-  let last = null, n = 0;
+  const blocks = [];
   for (const it of outputs) {
     if (!it || typeof it !== 'object') continue;
-    if (it.type === 'clear_output') { box.replaceChildren(); shown.length = 0; last = null; n = 0; continue; }
-    if (n >= MAX_OUTPUTS) { n++; continue; }
+    if (it.type === 'clear_output') { blocks.length = 0; continue; }
     if (it.type === 'stream') {
-      if (last && last.name === it.name) {
-        last.text += it.text || '';
-        const fresh = streamEl(it.name, last.text);
-        last.node.replaceWith(fresh);
-        last.node = fresh;
-      } else {
-        last = { name: it.name, text: it.text || '', node: streamEl(it.name, it.text || '') };
-        box.append(last.node);
-        n++;
-      }
+      const last = blocks[blocks.length - 1];
+      if (last && last.name === it.name) last.parts.push(String(it.text ?? ''));
+      else blocks.push({ name: it.name, parts: [String(it.text ?? '')] });
       continue;
     }
-    last = null;
-    const urls = {};
-    for (const a of it.assets || []) if (a && a.uri && a.mime) urls[a.mime] = a.uri;
-    const data = { ...(it.data || {}) };
-    const node = outputEl(data, urls, it.type === 'execute_result' ? (it.execution_count ?? execCount) : null);
     if (it.type === 'update_display_data') {
-      for (const s of shown) if (it.display_id && s.displayId === it.display_id) { const fresh = outputEl(data, urls, null); s.node.replaceWith(fresh); s.node = fresh; }
+      for (const b of blocks) if (b.it && it.display_id && b.it.display_id === it.display_id) b.it = { ...b.it, data: it.data, assets: it.assets };
       continue;
     }
-    shown.push({ displayId: it.display_id, node });
-    box.append(node);
-    n++;
+    blocks.push({ it });
   }
-  if (n > MAX_OUTPUTS) box.append(el('div', 'note', `… ${n - MAX_OUTPUTS} more outputs not shown`));
+  for (const b of blocks.slice(0, MAX_OUTPUTS)) {
+    if (!b.it) { box.append(streamEl(b.name, b.parts.join(''))); continue; }
+    const urls = {};
+    for (const a of b.it.assets || []) if (a && a.uri && a.mime) urls[a.mime] = a.uri;
+    box.append(outputEl({ ...(b.it.data || {}) }, urls, b.it.type === 'execute_result' ? (b.it.execution_count ?? execCount) : null));
+  }
+  if (blocks.length > MAX_OUTPUTS) box.append(el('div', 'note', `… ${blocks.length - MAX_OUTPUTS} more outputs not shown`));
 }
 
 function outputEl(data, urls, count) {
