@@ -312,11 +312,11 @@ void mcp_call_reply(mcp_call_t *call, json_object *result);               /* con
 void mcp_call_error(mcp_call_t *call, int code, const char *message);
 /* An error with a data member (consumed; may be NULL). */
 void mcp_call_error_data(mcp_call_t *call, int code, const char *message, json_object *data);
-/* The -32021 error (MissingRequiredClientCapability) naming one capability,
- * e.g. "sampling": error.data.requiredCapabilities = {capability: {}}. */
 /* Whether the client of this request declared MCP Apps: the extension with
  * MCP_UI_MIME among its mimeTypes. */
 bool mcp_call_client_ui(const mcp_call_t *call);
+/* The -32021 error (MissingRequiredClientCapability) naming one capability,
+ * e.g. "sampling": error.data.requiredCapabilities = {capability: {}}. */
 void mcp_call_error_capability(mcp_call_t *call, const char *capability);
 void mcp_call_text(mcp_call_t *call, const char *text, bool is_error);   /* tool result */
 /* A tool result with one text item plus structuredContent (borrowed). */
