@@ -18,10 +18,9 @@
     "connect-src 'self'; frame-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "      \
     "frame-ancestors 'none'; object-src 'none'"
 
-static const page_file_t *s_find(const char *path);
 static void s_route(void *ud, const char *path, http_reply_t *out);
 
-static const page_file_t *s_find(const char *path)
+const page_file_t *page_file(const char *path)
 {
     for (size_t i = 0; i < page_nfiles; i++)
         if (strcmp(page_files[i].path, path) == 0)
@@ -35,7 +34,7 @@ static const page_file_t *s_find(const char *path)
 static void s_route(void *ud, const char *path, http_reply_t *out)
 {
     (void)ud;
-    const page_file_t *f = s_find(path);
+    const page_file_t *f = page_file(path);
     if (!f) {
         if (strcmp(path, "/") != 0)
             return;

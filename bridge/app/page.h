@@ -20,6 +20,11 @@ typedef struct {
 extern const page_file_t page_files[];
 extern const size_t page_nfiles;  /* 0 when the build had no node/npm */
 
+/* The embedded file at path, or NULL (a build without the page has none).
+ * Paths without a leading '/' (the MCP App's, mcp_app.h) are never served
+ * over HTTP. */
+const page_file_t *page_file(const char *path);
+
 /* Adds the page's routes: `/` (the HTML, which needs the token when one is
  * set) and `/static/` (its script and style, public). Call after the other
  * routes: `/` answers only the exact path and passes on the rest. */

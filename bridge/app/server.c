@@ -30,6 +30,7 @@
 #include "assets.h"
 #include "tools.h"
 #include "transport_http.h"
+#include "mcp_app.h"
 #include "page.h"
 #include "contents.h"
 #include "transport_stdio.h"
@@ -471,6 +472,7 @@ int server_run(const rat_options_t *cfg, bool http, const server_ctl_t *ctl)
     tool_ctl_register(mcp, &ctx);
     tool_assets_register(mcp, &ctx);
     tool_watch_register(mcp, &ctx);
+    mcp_app_register(mcp);
     if (http) {
         status = s_start_http(&app, cfg, mcp, store, cwd, ctl);
         if (status)

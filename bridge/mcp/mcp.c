@@ -57,6 +57,7 @@ void mcp_server_destroy(mcp_server_t **self_p)
         free((char *)self->tools[i].tool.description);
         free((char *)self->tools[i].tool.input_schema);
         free((char *)self->tools[i].tool.output_schema);
+        free((char *)self->tools[i].tool.ui_resource);
         json_object_put(self->tools[i].schema);
     }
     free(self->tools);
@@ -99,7 +100,35 @@ void mcp_server_add_tool(mcp_server_t *self, const mcp_tool_t *tool)
     t->tool.description = xstrdup(tool->description);
     t->tool.input_schema = xstrdup(tool->input_schema);
     t->tool.output_schema = tool->output_schema ? xstrdup(tool->output_schema) : NULL;
+    t->tool.ui_resource = xstrdup(tool->ui_resource);
     t->schema = schema;
+}
+
+bool mcp_server_set_tool_ui(mcp_server_t *self, const char *name, const char *resource_uri)
+{
+    mcp_tool_entry_t *t = mcp_server_find_tool(self, name);
+    if (!t)
+        return false;
+    free((char *)t->tool.ui_resource);
+    t->tool.ui_resource = xstrdup(resource_uri);
+    return true;
+}
+
+bool mcp_ui_declared(json_object *caps)
+{
+    json_object *ext = NULL, *ui = NULL, *mimes = NULL;
+    if (!caps || !json_object_is_type(caps, json_type_object) || !json_object_object_get_ex(caps, "extensions", &ext) ||
+        !json_object_is_type(ext, json_type_object) || !json_object_object_get_ex(ext, MCP_EXT_UI, &ui) ||
+        !json_object_is_type(ui, json_type_object) || !json_object_object_get_ex(ui, "mimeTypes", &mimes) ||
+        !json_object_is_type(mimes, json_type_array))
+        return false;
+    /* Bounded by the request's size, which the transport bounds. */
+    for (size_t i = 0; i < json_object_array_length(mimes); i++) {
+        json_object *m = json_object_array_get_idx(mimes, i);
+        if (json_object_is_type(m, json_type_string) && strcmp(json_object_get_string(m), MCP_UI_MIME) == 0)
+            return true;
+    }
+    return false;
 }
 
 void mcp_server_add_method(mcp_server_t *self, const char *method, mcp_method_fn *fn, void *ud)
@@ -151,8 +180,9 @@ mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name)
     return NULL;
 }
 
-/* Built afresh for each request and not kept (see mcp_server_add_tool). */
-json_object *mcp_server_tools_list(mcp_server_t *self)
+/* Built afresh for each request and not kept (see mcp_server_add_tool).
+ * ui: the client declared MCP Apps (then tools name their ui:// resource). */
+json_object *mcp_server_tools_list(mcp_server_t *self, bool ui)
 {
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < self->ntools; i++) {
@@ -175,6 +205,16 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
         json_object_object_add(ann, "idempotentHint", json_object_new_boolean(t->idempotent));
         json_object_object_add(ann, "openWorldHint", json_object_new_boolean(false));
         json_object_object_add(o, "annotations", ann);
+        if (ui && t->ui_resource) {
+            /* The nested form of SEP-1865 (the flat "ui/resourceUri" key
+             * is deprecated). visibility is left out: its default, model
+             * and app, is what every rat-py tool is. */
+            json_object *u = json_object_new_object();
+            json_object_object_add(u, "resourceUri", json_object_new_string(t->ui_resource));
+            json_object *meta = json_object_new_object();
+            json_object_object_add(meta, "ui", u);
+            json_object_object_add(o, "_meta", meta);
+        }
         json_object_array_add(arr, o);
     }
     json_object *res = json_object_new_object();
@@ -184,10 +224,10 @@ json_object *mcp_server_tools_list(mcp_server_t *self)
 
 /* The modern tools/list: the legacy one plus execution.taskSupport for the
  * tools that run as tasks (the legacy answer stays byte-identical). */
-json_object *mcp_server_tools_list_modern(mcp_server_t *self)
+json_object *mcp_server_tools_list_modern(mcp_server_t *self, bool ui)
 {
     static const char *support[] = {"forbidden", "optional", "required"};
-    json_object *legacy = mcp_server_tools_list(self), *tools = NULL;
+    json_object *legacy = mcp_server_tools_list(self, ui), *tools = NULL;
     json_object_object_get_ex(legacy, "tools", &tools);
     json_object *arr = json_object_new_array();
     for (size_t i = 0, listed = 0; i < self->ntools; i++) {
@@ -525,6 +565,11 @@ bool mcp_call_client_has(const mcp_call_t *call, const char *capability)
     if (call->modern)
         return call->client_caps && json_object_object_get_ex(call->client_caps, capability, NULL);
     return mcp_session_client_has(call->session, capability);
+}
+
+bool mcp_call_client_ui(const mcp_call_t *call)
+{
+    return mcp_ui_declared(call->modern ? call->client_caps : call->session->client_caps);
 }
 
 json_object *mcp_call_input_responses(const mcp_call_t *call)

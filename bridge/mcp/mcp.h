@@ -111,6 +111,11 @@ typedef void (mcp_complete_fn)(mcp_call_t *call, json_object *ref, const char *a
  * when the client declares the extension, or only so (-32021 otherwise). */
 typedef enum { MCP_TASK_NEVER = 0, MCP_TASK_OPTIONAL, MCP_TASK_REQUIRED } mcp_task_support_t;
 #define MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
+/* MCP Apps (SEP-1865, stable 2026-01-26; doc/apps.md): a client that
+ * declares capabilities.extensions[MCP_EXT_UI] = {mimeTypes: [MCP_UI_MIME]}
+ * is told which ui:// resource renders a tool's results and can read it. */
+#define MCP_EXT_UI "io.modelcontextprotocol/ui"
+#define MCP_UI_MIME "text/html;profile=mcp-app"
 
 typedef struct {
     const char *name;          /* tool name */
@@ -125,6 +130,10 @@ typedef struct {
     mcp_task_support_t task_support;         /* modern requests only */
     bool task_self;  /* the handler decides when the call becomes a task (mcp_call_become_task) */
     bool unlisted;   /* callable by name, never in tools/list (a client's compatibility call) */
+    /* MCP Apps (mcp_server_set_tool_ui): the ui:// resource that renders
+     * this tool's results, shown as _meta.ui.resourceUri only to a client
+     * that declared the extension; NULL for none. */
+    const char *ui_resource;
     /* Optional: a leniency the schema cannot say. Gets the client's
      * arguments (an object, borrowed) before they are checked and returns
      * a new reference to what is checked instead (args itself, or a copy
@@ -161,6 +170,14 @@ void mcp_server_set_task_limits(mcp_server_t *self, size_t max_tasks, size_t max
  * declares the matching capability. */
 void mcp_server_add_resource(mcp_server_t *self, const char *uri, const char *name, const char *title,
                              const char *description, const char *mime, mcp_resource_fn *fn, void *ud);
+/* A ui:// resource (MCP Apps): listed and readable only by a client that
+ * declared the extension; to any other it does not exist. Read with fn, as
+ * mcp_server_add_resource's are. */
+void mcp_server_add_ui_resource(mcp_server_t *self, const char *uri, const char *name, const char *title,
+                                const char *description, const char *mime, mcp_resource_fn *fn, void *ud);
+/* Names the ui:// resource (registered with mcp_server_add_ui_resource)
+ * that renders tool `name`'s results; false when there is no such tool. */
+bool mcp_server_set_tool_ui(mcp_server_t *self, const char *name, const char *resource_uri);
 void mcp_server_add_resource_template(mcp_server_t *self, const char *uri_template, const char *name,
                                       const char *title, const char *description, const char *mime,
                                       mcp_resource_fn *fn, void *ud);
@@ -295,6 +312,9 @@ void mcp_call_reply(mcp_call_t *call, json_object *result);               /* con
 void mcp_call_error(mcp_call_t *call, int code, const char *message);
 /* An error with a data member (consumed; may be NULL). */
 void mcp_call_error_data(mcp_call_t *call, int code, const char *message, json_object *data);
+/* Whether the client of this request declared MCP Apps: the extension with
+ * MCP_UI_MIME among its mimeTypes. */
+bool mcp_call_client_ui(const mcp_call_t *call);
 /* The -32021 error (MissingRequiredClientCapability) naming one capability,
  * e.g. "sampling": error.data.requiredCapabilities = {capability: {}}. */
 void mcp_call_error_capability(mcp_call_t *call, const char *capability);

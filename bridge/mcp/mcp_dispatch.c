@@ -27,6 +27,24 @@ static void s_error(mcp_session_t *self, json_object *id, void *origin, int code
 }
 
 
+/* MCP Apps is declared back (in caps, the server's capabilities) only to a
+ * client whose capabilities (client_caps) declared it, and only when the
+ * server has the app: any other client gets the answer it always got. */
+static void s_declare_ui(mcp_server_t *server, json_object *caps, json_object *client_caps)
+{
+    if (!server->features.nui || !mcp_ui_declared(client_caps))
+        return;
+    json_object *ui = json_object_new_object(), *mimes = json_object_new_array();
+    json_object_array_add(mimes, json_object_new_string(MCP_UI_MIME));
+    json_object_object_add(ui, "mimeTypes", mimes);
+    json_object *ext = NULL;
+    if (!json_object_object_get_ex(caps, "extensions", &ext)) {
+        ext = json_object_new_object();
+        json_object_object_add(caps, "extensions", ext);
+    }
+    json_object_object_add(ext, MCP_EXT_UI, ui);
+}
+
 static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
 {
     json_object *pv = NULL, *caps = NULL;
@@ -50,7 +68,9 @@ static void s_handle_initialize(mcp_session_t *self, jsonrpc_msg_t *m, void *ori
         snprintf(self->client_name, sizeof self->client_name, "%s", json_object_get_string(cn));
     json_object *res = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(self->protocol));
-    json_object_object_add(res, "capabilities", mcp_server_capabilities(self->server));
+    json_object *server_caps = mcp_server_capabilities(self->server);
+    s_declare_ui(self->server, server_caps, self->client_caps);
+    json_object_object_add(res, "capabilities", server_caps);
     json_object *info = json_object_new_object();
     json_object_object_add(info, "name", json_object_new_string(self->server->name));
     json_object_object_add(info, "version", json_object_new_string(self->server->version));
@@ -386,6 +406,10 @@ static void s_discover(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
             break;
         }
     }
+    json_object *meta_in = s_meta(m->params), *client_caps = NULL;
+    if (meta_in)
+        json_object_object_get_ex(meta_in, MCP_META_CLIENT_CAPS, &client_caps);
+    s_declare_ui(self->server, caps, client_caps);
     json_object_object_add(res, "capabilities", caps);
     if (self->server->instructions)
         json_object_object_add(res, "instructions", json_object_new_string(self->server->instructions));
@@ -507,7 +531,8 @@ static void s_handle_modern(mcp_session_t *self, jsonrpc_msg_t *m, void *origin)
             !json_object_is_type(cursor, json_type_null))
             s_modern_error(self, m, origin, JSONRPC_INVALID_PARAMS, "tools/list: invalid cursor", NULL, MCP_REJECT_NONE);
         else
-            s_reply(self, m->id, origin, mcp_modern_result(method, mcp_server_tools_list_modern(self->server)));
+            s_reply(self, m->id, origin,
+                    mcp_modern_result(method, mcp_server_tools_list_modern(self->server, mcp_ui_declared(caps))));
     } else {
         mcp_method_entry_t *custom = mcp_server_find_method(self->server, method);
         mcp_call_t *call = s_call_create(self, m, origin);
@@ -575,7 +600,7 @@ static void s_handle_request(mcp_session_t *self, jsonrpc_msg_t *m, void *origin
             s_error(self, m->id, origin, JSONRPC_INVALID_PARAMS, "tools/list: invalid cursor");
             return;
         }
-        s_reply(self, m->id, origin, mcp_server_tools_list(self->server));
+        s_reply(self, m->id, origin, mcp_server_tools_list(self->server, mcp_ui_declared(self->client_caps)));
     } else if (strcmp(method, "logging/setLevel") == 0) {
         json_object *lv = NULL;
         const char *name = NULL;

@@ -32,6 +32,9 @@ void mcp_features_free(mcp_features_t *f)
         s_entry_free(&f->resources[i]);
     for (size_t i = 0; i < f->ntemplates; i++)
         s_entry_free(&f->templates[i]);
+    for (size_t i = 0; i < f->nui; i++)
+        s_entry_free(&f->ui[i]);
+    free(f->ui);
     free(f->resources);
     free(f->templates);
     for (size_t i = 0; i < f->nprompts; i++) {
@@ -74,6 +77,13 @@ void mcp_server_add_resource(mcp_server_t *self, const char *uri, const char *na
 {
     mcp_features_t *f = &self->features;
     s_add_entry(&f->resources, &f->nresources, uri, name, title, description, mime, fn, ud);
+}
+
+void mcp_server_add_ui_resource(mcp_server_t *self, const char *uri, const char *name, const char *title,
+                                const char *description, const char *mime, mcp_resource_fn *fn, void *ud)
+{
+    mcp_features_t *f = &self->features;
+    s_add_entry(&f->ui, &f->nui, uri, name, title, description, mime, fn, ud);
 }
 
 void mcp_server_add_resource_template(mcp_server_t *self, const char *uri_template, const char *name,
@@ -248,6 +258,9 @@ static void s_resources_list(mcp_call_t *call, json_object *params, void *ud)
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < f->nresources; i++)
         json_object_array_add(arr, s_describe(&f->resources[i], "uri"));
+    /* Before the assets, which come and go: a page of the list keeps them. */
+    for (size_t i = 0; i < f->nui && mcp_call_client_ui(call); i++)
+        json_object_array_add(arr, s_describe(&f->ui[i], "uri"));
     if (f->provider_list)
         f->provider_list(arr, f->provider_ud);
     json_object *res = s_page(call, params, "resources", arr);
@@ -277,6 +290,12 @@ static void s_resources_read(mcp_call_t *call, json_object *params, void *ud)
     for (size_t i = 0; i < f->nresources; i++) {
         if (strcmp(f->resources[i].uri, uri) == 0) {
             f->resources[i].fn(call, uri, NULL, f->resources[i].ud);
+            return;
+        }
+    }
+    for (size_t i = 0; i < f->nui && mcp_call_client_ui(call); i++) {
+        if (strcmp(f->ui[i].uri, uri) == 0) {
+            f->ui[i].fn(call, uri, NULL, f->ui[i].ud);
             return;
         }
     }

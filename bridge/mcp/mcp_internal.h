@@ -26,6 +26,8 @@ typedef struct {
     size_t nresources;
     mcp_resource_entry_t *templates;
     size_t ntemplates;
+    mcp_resource_entry_t *ui;          /* MCP Apps' ui:// resources (mcp_server_add_ui_resource) */
+    size_t nui;
     mcp_prompt_entry_t *prompts;
     size_t nprompts;
     mcp_resource_list_fn *provider_list; /* dynamic resources */
@@ -166,7 +168,10 @@ mcp_method_entry_t *mcp_server_find_method(mcp_server_t *self, const char *metho
 void mcp_server_notified(mcp_server_t *self, mcp_session_t *session, const char *method, json_object *params);
 mcp_tool_entry_t *mcp_server_find_tool(mcp_server_t *self, const char *name);
 /* A new tools/list result (the caller owns it), built for each request. */
-json_object *mcp_server_tools_list(mcp_server_t *self);
+json_object *mcp_server_tools_list(mcp_server_t *self, bool ui);
+/* Whether client capabilities (object or NULL) declare MCP Apps: the
+ * MCP_EXT_UI extension with MCP_UI_MIME among its mimeTypes. */
+bool mcp_ui_declared(json_object *caps);
 json_object *mcp_server_capabilities(mcp_server_t *self);
 void mcp_call_free(mcp_call_t *call);
 void mcp_session_send(mcp_session_t *self, void *origin, char *json, mcp_msg_kind_t kind);
@@ -202,7 +207,7 @@ void mcp_tasks_start(mcp_session_t *s, json_object *id, void *origin, mcp_tool_e
 void mcp_tasks_settle(mcp_call_t *call, json_object *result, json_object *error);
 /* The round asked for input: the task waits in input_required. */
 void mcp_tasks_input(mcp_call_t *call, json_object *input_requests, const char *state);
-json_object *mcp_server_tools_list_modern(mcp_server_t *self);
+json_object *mcp_server_tools_list_modern(mcp_server_t *self, bool ui);
 void mcp_tasks_session_free(mcp_session_t *s);
 /* Drops the session's tasks past their expiry (TASK_TTL_MS after creation or
  * after the client last asked about them), finished or not. An expired

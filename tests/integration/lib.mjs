@@ -69,6 +69,7 @@ function clientOf(name, opts) {
   const capabilities = {};
   if (opts.elicit) capabilities.elicitation = {};
   if (opts.roots) capabilities.roots = { listChanged: true };
+  if (opts.capabilities) Object.assign(capabilities, opts.capabilities);
   const client = new Client({ name, version: '1.0.0' }, { capabilities });
   if (opts.elicit) client.setRequestHandler(ElicitRequestSchema, opts.elicit);
   if (opts.roots) {
@@ -84,7 +85,8 @@ function clientOf(name, opts) {
  * Starts rat-py through the SDK's stdio transport and completes initialize.
  * opts.elicit, opts.roots: see clientOf. opts.cwd: the directory rat-py is
  * started in, with no --cwd (as hosts start it); otherwise --cwd is a
- * fresh scratch directory.
+ * fresh scratch directory. opts.capabilities: more client capabilities
+ * (e.g. extensions).
  */
 export async function connect(opts = {}) {
   const work = scratch();

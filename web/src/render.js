@@ -50,14 +50,30 @@ export function ansiInto(el, text) {
 // ---- markdown and LaTeX (/static/md.js, loaded on first use) --------------
 
 let mdPromise = null;
+// Where md.js comes from when it is not /static/md.js: the MCP App has no
+// origin to load it from and reads it through its host (resources/read):
+// () => Promise<script text>, run as an inline script (the app's CSP allows
+// inline script and nothing else; no eval).
+let mdSource = null;
+export function setMdSource(fn) { mdSource = fn; }
+
 export function loadMd() {
   if (window.ratMd) return Promise.resolve(window.ratMd);
   if (!mdPromise) {
     mdPromise = new Promise((resolve, reject) => {
       const s = document.createElement('script');
+      const fail = () => { mdPromise = null; reject(new Error('the markdown renderer could not be loaded')); };
+      if (mdSource) {
+        mdSource().then((text) => {
+          s.textContent = text;
+          document.head.append(s); // an inline script runs as it is inserted
+          if (window.ratMd) resolve(window.ratMd); else fail();
+        }, fail);
+        return;
+      }
       s.src = '/static/md.js';
       s.onload = () => (window.ratMd ? resolve(window.ratMd) : reject(new Error('md.js did not load')));
-      s.onerror = () => { mdPromise = null; reject(new Error('the markdown renderer could not be loaded')); };
+      s.onerror = fail;
       document.head.append(s);
     });
   }
@@ -218,7 +234,12 @@ export function renderBundle(data, urls, hooks) {
     const img = document.createElement('img');
     img.className = 'image';
     img.alt = data['text/plain'] !== undefined ? joinText(data['text/plain']) : 'image output';
-    if (urls[m]) img.src = hooks.assetUrl(urls[m]);
+    if (urls[m]) {
+      // A URL, or (the MCP App, which reads assets through its host) a
+      // Promise of a data: URL.
+      const src = hooks.assetUrl(urls[m], m);
+      if (typeof src === 'string') img.src = src; else src.then((u) => { if (u) img.src = u; });
+    }
     else if (m === 'image/svg+xml') img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(joinText(data[m]))}`;
     else img.src = `data:${m};base64,${joinText(data[m]).replace(/\s/g, '')}`;
     return img;
