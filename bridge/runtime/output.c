@@ -31,6 +31,8 @@ struct output {
     bool pending_cr;                        /* saw \r, waiting to see if \n follows */
     buf_t cur;                              /* current (unterminated) line, capped */
     size_t cur_cut;                         /* bytes of the current line beyond the cap */
+    bool cur_spilled;                       /* the current line's start is in the spill file
+                                             * (output_render_max): its bytes stream there */
     size_t nhead;
     size_t tail_start, ntail;
     size_t lines;                           /* lines committed in this segment */
@@ -174,12 +176,13 @@ static void s_commit_line(output_t *self)
 {
     s_line_t l = {.len = self->cur.len, .cut = self->cur_cut};
     l.text = xstrndup(buf_str(&self->cur), self->cur.len);
-    if (self->spill && !self->cur_cut)
+    if (self->spill && !self->cur_cut && !self->cur_spilled)
         s_spill_line(self, &l);
     else if (self->spill)
-        s_spill_write(self, "\n", 1); /* the long line streamed into the file already */
+        s_spill_write(self, "\n", 1); /* the line streamed into the file already */
     buf_reset(&self->cur);
     self->cur_cut = 0;
+    self->cur_spilled = false;
     self->lines++;
     if (self->nhead < OUTPUT_KEEP_LINES) {
         self->head[self->nhead++] = l;
@@ -209,6 +212,8 @@ static void s_put(output_t *self, const char *p, size_t n)
         self->cur_cut += n;
         return;
     }
+    if (self->cur_spilled)
+        s_spill_write(self, p, n); /* the line's start is in the file already */
     size_t room = OUTPUT_LINE_MAX - self->cur.len;
     if (n <= room) {
         buf_append(&self->cur, p, n);
@@ -218,8 +223,10 @@ static void s_put(output_t *self, const char *p, size_t n)
      * in memory, and stream the whole line into the spill file. */
     if (!self->spill)
         s_start_spill(self);
-    s_spill_write(self, buf_str(&self->cur), self->cur.len);
-    s_spill_write(self, p, n);
+    if (!self->cur_spilled) {
+        s_spill_write(self, buf_str(&self->cur), self->cur.len);
+        s_spill_write(self, p, n);
+    }
     /* The cut point is found in the line as a whole, not in this chunk: a
      * character may have begun in an earlier chunk (writes may split text
      * anywhere), and then the kept prefix ends before it. A character is at
@@ -239,8 +246,8 @@ static void s_fold_cr(output_t *self)
     /* A carriage return not followed by a newline rewinds the line: keep only
      * the last frame of a progress bar. */
     buf_reset(&self->cur);
-    if (self->cur_cut && self->spill)
-        s_spill_write(self, "\r", 1);
+    if ((self->cur_cut || self->cur_spilled) && self->spill)
+        s_spill_write(self, "\r", 1); /* cur_spilled stays: the file's line goes on */
     self->cur_cut = 0;
 }
 
@@ -374,6 +381,7 @@ void output_clear(output_t *self)
     FREE_AND_NULL(self->spill_error);
     buf_reset(&self->cur);
     self->cur_cut = 0;
+    self->cur_spilled = false;
     self->lines = 0;
     self->truncated = false;
     self->pending_cr = false;
@@ -418,31 +426,73 @@ static void s_render_line(buf_t *dst, const char *text, size_t len, size_t cut)
         buf_printf(dst, " … [%zu bytes cut]", cut);
 }
 
-void output_render(output_t *self, buf_t *dst)
+/* The i-th of the lines after the head: the tail's, then the unfinished
+ * current line (when there is one) last. */
+static void s_render_after_head(const output_t *self, size_t i, buf_t *dst)
 {
+    if (i < self->ntail) {
+        const s_line_t *l = &self->tail[(self->tail_start + i) % OUTPUT_KEEP_LINES];
+        s_render_line(dst, l->text, l->len, l->cut);
+    } else {
+        s_render_line(dst, buf_str(&self->cur), self->cur.len, self->cur_cut);
+    }
+}
+
+/* Whether output_render ends with a line about the full-output file. */
+static bool s_has_note(const output_t *self)
+{
+    return self->spill_path || (self->spill_error && self->truncated);
+}
+
+/* Cutting to max_lines needs the full-output file, which exists once a line
+ * fell out of memory or was cut; not yet when all lines are in memory (at
+ * most OUTPUT_KEEP_LINES at each end and an unfinished last one). Then it
+ * starts here: head and tail go in, and the unfinished line's bytes so far,
+ * which then streams there (cur_spilled) until it ends. */
+static void s_spill_for_cut(output_t *self)
+{
+    self->truncated = true;
+    if (self->spill || self->spill_path || self->spill_error || !self->spill_dir)
+        return;
+    s_start_spill(self);
+    if (self->spill && (self->cur.len || self->cur_cut)) {
+        s_spill_write(self, buf_str(&self->cur), self->cur.len);
+        self->cur_spilled = true;
+    }
+}
+
+void output_render_max(output_t *self, buf_t *dst, size_t max_lines)
+{
+    size_t after = self->ntail + ((self->cur.len || self->cur_cut) ? 1 : 0); /* lines after the head */
+    size_t total = self->nhead + after + (self->lines > self->nhead + self->ntail ? 1 : 0);
+    size_t show_head = self->nhead, show_after = after;
+    if (max_lines && total + (s_has_note(self) ? 1 : 0) > max_lines) {
+        s_spill_for_cut(self);
+        /* Lines for text: all but the marker and the note; split evenly, an
+         * odd one to the head. */
+        size_t reserve = 1 + (s_has_note(self) ? 1 : 0);
+        size_t room = max_lines > reserve ? max_lines - reserve : 0;
+        show_after = after < room / 2 ? after : room / 2;
+        show_head = self->nhead < room - show_after ? self->nhead : room - show_after;
+        show_after = after < room - show_head ? after : room - show_head;
+    }
     bool first = true;
-    for (size_t i = 0; i < self->nhead; i++) {
+    for (size_t i = 0; i < show_head; i++) {
         if (!first)
             buf_putc(dst, '\n');
         first = false;
         s_render_line(dst, self->head[i].text, self->head[i].len, self->head[i].cut);
     }
-    size_t kept = self->nhead + self->ntail;
-    if (self->lines > kept) {
-        buf_printf(dst, "%s… [%zu lines truncated] …", first ? "" : "\n", self->lines - kept);
+    size_t hidden = output_line_count(self) - show_head - show_after;
+    if (hidden) {
+        buf_printf(dst, "%s… [%zu lines truncated] …", first ? "" : "\n", hidden);
         first = false;
     }
-    for (size_t i = 0; i < self->ntail; i++) {
-        const s_line_t *l = &self->tail[(self->tail_start + i) % OUTPUT_KEEP_LINES];
+    for (size_t i = after - show_after; i < after; i++) {
         if (!first)
             buf_putc(dst, '\n');
         first = false;
-        s_render_line(dst, l->text, l->len, l->cut);
-    }
-    if (self->cur.len || self->cur_cut) {
-        if (!first)
-            buf_putc(dst, '\n');
-        s_render_line(dst, buf_str(&self->cur), self->cur.len, self->cur_cut);
+        s_render_after_head(self, i, dst);
     }
     if (self->spill && fflush(self->spill) != 0)
         s_spill_fail(self, self->spill_path, errno);
@@ -450,6 +500,11 @@ void output_render(output_t *self, buf_t *dst)
         buf_printf(dst, "\n[full output: %s]", self->spill_path);
     else if (self->spill_error && self->truncated)
         buf_printf(dst, "\n[full output not saved: %s]", self->spill_error);
+}
+
+void output_render(output_t *self, buf_t *dst)
+{
+    output_render_max(self, dst, 0);
 }
 
 void output_clean_text(const char *text, size_t len, buf_t *dst)

@@ -39,6 +39,13 @@ void output_clear(output_t *self);
  * + tail, then "[full output: PATH]" when something was cut, or "[full output
  * not saved: REASON]" when it could not be written. No trailing newline. */
 void output_render(output_t *self, buf_t *dst);
+/* output_render for a reader that shows only its first max_lines lines
+ * (vscode-rat): when the text would be longer, fewer head and tail lines are
+ * shown (half at each end, the head one more when odd) so that the whole
+ * text, marker and full-output line included, has at most max_lines lines
+ * and that line is seen. The full-output file is started if it was not yet
+ * (everything was still in memory). max_lines 0: no limit (output_render). */
+void output_render_max(output_t *self, buf_t *dst, size_t max_lines);
 /* Starts a new segment: what was rendered so far is forgotten (ctl wait
  * continues from here). */
 void output_reset(output_t *self);

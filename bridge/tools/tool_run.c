@@ -161,6 +161,15 @@ static void s_render_problem(runtime_exec_t *ex, buf_t *b)
 
 /* ------------------------------------------------------------ results */
 
+/* Appends the run's output text as the call's client reads it: bounded by
+ * vscode-rat's line limit for its sessions (TOOL_VSCODE_MAX_LINES), the
+ * usual head and tail for every other client. */
+static void s_render(mcp_call_t *call, runtime_exec_t *ex, buf_t *body)
+{
+    output_render_max(runtime_exec_output(ex), body,
+                      tool_run_holds(mcp_call_session(call)) ? TOOL_VSCODE_MAX_LINES : 0);
+}
+
 /* What a run result's structuredContent says (the run_result schema in
  * schemas.json); body is the text without its footer. Reads the
  * truncation facts of the segment just rendered, so call it after
@@ -333,7 +342,7 @@ static void s_on_done(void *ud, runtime_exec_t *ex)
     buf_t body, footer;
     buf_init(&body, 0);
     buf_init(&footer, 0);
-    output_render(runtime_exec_output(ex), &body);
+    s_render(f->call, ex, &body);
     size_t out_len = body.len;
     s_render_problem(ex, &body);
     bool ok = runtime_exec_outcome(ex) == RUNTIME_OK;
@@ -349,7 +358,7 @@ static void s_end_with_input(s_follow_t *f)
     buf_t body, footer;
     buf_init(&body, 0);
     buf_init(&footer, 0);
-    output_render(runtime_exec_output(f->ex), &body);
+    s_render(f->call, f->ex, &body);
     buf_printf(&footer, "INPUT REQUESTED%s: ", password ? " (password; the answer is not echoed)" : "");
     buf_put_json_str(&footer, prompt ? prompt : "", prompt ? strlen(prompt) : 0);
     buf_putc(&footer, '\n');
@@ -478,7 +487,7 @@ static void s_on_wait(loop_t *loop, void *ud)
     buf_t body, footer;
     buf_init(&body, 0);
     buf_init(&footer, 0);
-    output_render(runtime_exec_output(ex), &body);
+    s_render(f->call, ex, &body);
     bool queued = runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED;
     if (queued) {
         buf_printf(&footer, "⏳ queued (%zu ahead) | not started yet\n", runtime_exec_position(ex));
@@ -504,7 +513,7 @@ static void s_on_silent(void *ud, runtime_exec_t *ex)
     buf_t body, footer;
     buf_init(&body, 0);
     buf_init(&footer, 0);
-    output_render(runtime_exec_output(ex), &body);
+    s_render(f->call, ex, &body);
     bool queued = runtime_exec_state(ex) == RUNTIME_EXEC_QUEUED;
     if (queued)
         buf_printf(&footer, "⚠ not answering | queued (%zu ahead), not started: %s\n", runtime_exec_position(ex),

@@ -110,6 +110,12 @@ const char *tool_run_status_word(runtime_exec_t *ex);
  * alone. */
 bool tool_run_holds(mcp_session_t *s);
 
+/* The lines of a run's output vscode-rat shows: its notebook keeps the
+ * first rat.maxOutputLines (100 by default) of the text and replaces the
+ * rest by "… N more lines", so its sessions get a text that fits, the
+ * full-output line included (output_render_max). */
+#define TOOL_VSCODE_MAX_LINES 100
+
 /* vscode-rat's run result (tool_vscode.c). sc is a run_result made for a
  * session tool_run_holds names as vscode-rat's; it gets status = the
  * footer's first line (`✓ 3ms | 1 var`), error = one string (the output,

@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Ajv from 'ajv';
 import { existsSync, readFileSync } from 'node:fs';
-import { startHttp, ms } from './lib.mjs';
+import { startHttp, connectHttp, call, ms } from './lib.mjs';
 import { VscodeRatLike, parseCompletionLine, parseOverview, signatureFromInspection, definitionFromInspection,
   extractPlots, inlineErrorSummary, outputBlock } from './vscode_rat_like.mjs';
 
@@ -202,4 +202,49 @@ test('plots: the image file named by __RAT_PLOT__ holds the figure', async () =>
   assert.equal(mixed.images.length, 1);
   assert.deepEqual(m.text.split('\n').map((l) => l.replace(/:.*/, '')), ['above', '__RAT_PLOT__', 'below'], 'in place');
   assert.equal(mixed.text, 'above\nbelow');
+});
+
+// vscode-rat's notebook shows the first rat.maxOutputLines (100) lines of a
+// result and replaces the rest by "… N more lines": a long output reaches
+// it within that, the full-output line last and seen; other clients keep
+// 50 + 50.
+test('a long output fits vscode-rat\'s 100 lines, the full-output file named in them', async () => {
+  const want = Array.from({ length: 1000 }, (_, i) => `line ${i + 1}`);
+  const code = 'for i in range(1, 1001): print(f"line {i}")';
+  const r = await c.run(code);
+  const lines = r.text.split('\n');
+  assert.ok(lines.length <= 100, `${lines.length} lines`);
+  assert.deepEqual(lines.slice(0, 49), want.slice(0, 49));
+  assert.equal(lines[49], '… [902 lines truncated] …');
+  assert.deepEqual(lines.slice(50, 99), want.slice(951));
+  const path = /^\[full output: (.+)\]$/.exec(lines.at(-1))?.[1];
+  assert.ok(path, lines.at(-1));
+  assert.equal(readFileSync(path, 'utf8'), want.join('\n') + '\n');
+  // The extension cuts nothing: its block is the whole text.
+  assert.equal(outputBlock(r.text, r.status).body, r.text);
+
+  // 100 whole lines and an unfinished one: all were in memory, none cut
+  // before; the file that names them is made for this text.
+  const u = await c.run('import sys\nfor i in range(1, 101): print(f"row {i}")\n_ = sys.stdout.write("row 101")');
+  const ul = u.text.split('\n');
+  assert.ok(ul.length <= 100, `${ul.length} lines`);
+  assert.equal(ul[49], '… [3 lines truncated] …');
+  assert.equal(ul[98], 'row 101');
+  const upath = /^\[full output: (.+)\]$/.exec(ul.at(-1))?.[1];
+  assert.ok(upath, ul.at(-1));
+  assert.equal(readFileSync(upath, 'utf8'), Array.from({ length: 101 }, (_, i) => `row ${i + 1}`).join('\n'));
+
+  // Another client on the same server: the usual 50 + marker + 50 + path.
+  const other = await connectHttp(srv.url);
+  try {
+    const o = (await call(other, 'run', { code })).result.structuredContent;
+    const ol = o.output.split('\n');
+    assert.equal(ol.length, 102);
+    assert.deepEqual(ol.slice(0, 50), want.slice(0, 50));
+    assert.equal(ol[50], '… [900 lines truncated] …');
+    assert.deepEqual(ol.slice(51, 101), want.slice(950));
+    assert.match(ol[101], /^\[full output: .+\]$/);
+  } finally {
+    await other.close();
+  }
 });

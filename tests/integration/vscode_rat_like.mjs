@@ -221,13 +221,18 @@ export function inlineErrorSummary(text) {
 
 /** A notebook cell's output block (output.ts upsertOutput/buildBlock with
  * the structured status): `output | <status>` fence, the body, then images;
- * an error is a status starting with ✗. */
-export function outputBlock(text, status, images = []) {
+ * an error is a status starting with ✗. The body keeps its first maxLines
+ * lines (the setting rat.maxOutputLines, 100 by default; 0 = all), the rest
+ * replaced by `… N more lines`. */
+export function outputBlock(text, status, images = [], maxLines = 100) {
   const body = text.trimEnd();
   const isError = (status ?? '').startsWith('✗');
   const hasBody = body.trim().length > 0 || images.length > 0;
   if (!hasBody && !isError && status) return { annotation: ' ✓' };
-  const effective = !hasBody && isError ? status : body;
+  let effective = !hasBody && isError ? status : body;
+  const lines = effective.split('\n');
+  if (maxLines > 0 && lines.length > maxLines)
+    effective = [...lines.slice(0, maxLines), `… ${lines.length - maxLines} more lines`].join('\n');
   return { fence: status ? `output | ${status}` : 'output', body: effective, images, isError };
 }
 

@@ -150,6 +150,85 @@ static void test_exactly_100_lines_not_truncated(void)
     output_destroy(&o);
 }
 
+static size_t s_count_lines(const char *s)
+{
+    size_t n = 1;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static char *s_slurp(const char *path)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f)
+        return NULL;
+    char *full = xmalloc(1 << 16);
+    size_t len = fread(full, 1, (1 << 16) - 1, f);
+    full[len] = '\0';
+    fclose(f);
+    return full;
+}
+
+/* output_render_max (vscode-rat): the text fits max_lines, the full-output
+ * line last; a text that fits is output_render's. When all lines were still
+ * in memory (100 and an unfinished one) the file starts at the render and
+ * the unfinished line, going on after it, reaches the file whole. */
+static void test_render_max(void)
+{
+    char dir[] = "/tmp/rat-unit-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    output_t *o = output_new(dir);
+    buf_t b;
+    buf_init(&b, 0);
+    for (int i = 1; i <= 3; i++)
+        output_write(o, "x\n", 2, NULL);
+    output_render_max(o, &b, 3);
+    CHECK_EQ_STR(buf_str(&b), "x\nx\nx");
+    CHECK(!output_truncated(o));
+    for (int i = 4; i <= 1000; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "line %d\n", i);
+        output_write(o, line, (size_t)n, NULL);
+    }
+    buf_reset(&b);
+    output_render_max(o, &b, 100);
+    CHECK_EQ_INT(s_count_lines(buf_str(&b)), 100);
+    CHECK(strstr(buf_str(&b), "\nline 49\n… [902 lines truncated] …\nline 952\n") != NULL);
+    CHECK(strstr(buf_str(&b), "\nline 1000\n[full output: ") != NULL);
+    if (output_spill_path(o))
+        unlink(output_spill_path(o));
+    output_clear(o);
+
+    for (int i = 1; i <= 100; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "row %d\n", i);
+        output_write(o, line, (size_t)n, NULL);
+    }
+    output_write(o, "par", 3, NULL);
+    CHECK(output_spill_path(o) == NULL);
+    buf_reset(&b);
+    output_render_max(o, &b, 100);
+    CHECK_EQ_INT(s_count_lines(buf_str(&b)), 100);
+    CHECK(strstr(buf_str(&b), "\nrow 49\n… [3 lines truncated] …\nrow 53\n") != NULL);
+    CHECK(strstr(buf_str(&b), "\nrow 100\npar\n[full output: ") != NULL);
+    CHECK(output_truncated(o));
+    output_write(o, "tial\nrow 102\n", 13, NULL);
+    buf_reset(&b);
+    output_render(o, &b);
+    CHECK(strstr(buf_str(&b), "\nrow 100\npartial\nrow 102\n[full output: ") != NULL);
+    char *full = s_slurp(output_spill_path(o));
+    CHECK(full && strncmp(full, "row 1\nrow 2\n", 12) == 0);
+    CHECK(full && strstr(full, "\nrow 99\nrow 100\npartial\nrow 102\n") != NULL);
+    CHECK(full && strlen(full) > 16 && strcmp(full + strlen(full) - 16, "partial\nrow 102\n") == 0);
+    if (output_spill_path(o))
+        unlink(output_spill_path(o));
+    free(full);
+    buf_free(&b);
+    output_destroy(&o);
+    rmdir(dir);
+}
+
 static void test_long_line_cut_on_utf8_boundary(void)
 {
     output_t *o = output_new(NULL);
@@ -403,6 +482,7 @@ int main(void)
     RUN_CASE(test_clean_chunk_for_streaming);
     RUN_CASE(test_truncation_head_tail);
     RUN_CASE(test_exactly_100_lines_not_truncated);
+    RUN_CASE(test_render_max);
     RUN_CASE(test_long_line_cut_on_utf8_boundary);
     RUN_CASE(test_malformed_escapes_keep_text);
     RUN_CASE(test_line_cut_with_character_split_across_writes);
