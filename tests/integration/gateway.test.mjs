@@ -151,7 +151,7 @@ test('--existing ID attaches to a kernel there and leaves it running', async () 
   assert.equal(k.status, 201);
   const id = k.json.id;
   try {
-    const h = await connect({ args: gw(['--existing', id]) });
+    const h = await connect({ args: gw(['--existing', id, '--log-level', 'info']) });
     try {
       await run(h, 'left = "here"');
       const r = await ctl(h, 'restart');
@@ -159,6 +159,8 @@ test('--existing ID attaches to a kernel there and leaves it running', async () 
     } finally {
       await h.close();
     }
+    // Its helper's request to take the hooks out left the WebSocket and was answered.
+    assert.match(h.stderr(), /left the attached kernel as it was \(the helper took its hooks out\)/);
     assert.ok((await kernels()).some((x) => x.id === id), 'the kernel outlives rat-py');
     const h2 = await connect({ args: gw(['--existing', id]) });
     try {

@@ -41,7 +41,13 @@ function serverCommand(kind, { port, token, dir, runtime, extra }) {
   }
   const common = ['--allow-root', '--no-browser', `--port=${port}`, '--ServerApp.port_retries=0', '--ip=127.0.0.1',
     `--ServerApp.token=${token}`, `--ServerApp.root_dir=${dir}`, ...extra];
-  if (kind === 'lab') return { command: path.join(PEERS, 'lab/bin/jupyter-lab'), args: common, env };
+  if (kind === 'lab') {
+    // Lab's kernel is its venv's ipykernel, as a Lab user's is: the tests'
+    // JUPYTER_PATH (tests/isolation: /usr/share/jupyter, Debian's python3
+    // first) is not Lab's.
+    const { JUPYTER_PATH, ...own } = env;
+    return { command: path.join(PEERS, 'lab/bin/jupyter-lab'), args: common, env: own };
+  }
   if (kind === 'server') return { command: '/usr/bin/python3', args: ['-m', 'jupyter_server', ...common], env };
   throw new Error(`no such server kind '${kind}' (server, eg, lab)`);
 }
