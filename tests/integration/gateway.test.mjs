@@ -159,8 +159,9 @@ test('--existing ID attaches to a kernel there and leaves it running', async () 
     } finally {
       await h.close();
     }
-    // Its helper's request to take the hooks out left the WebSocket and was answered.
-    assert.match(h.stderr(), /left the attached kernel as it was \(the helper took its hooks out\)/);
+    // Its helper's request to take the hooks out left the WebSocket and was
+    // answered (within rat-py's 2 s, which valgrind's slowdown may exceed).
+    if (!WRAPPED) assert.match(h.stderr(), /left the attached kernel as it was \(the helper took its hooks out\)/);
     assert.ok((await kernels()).some((x) => x.id === id), 'the kernel outlives rat-py');
     const h2 = await connect({ args: gw(['--existing', id]) });
     try {
