@@ -73,8 +73,9 @@ RAT_RUN_PKGS=(python3-ipykernel)
 # the Debian packages from debian/ (integration.package; by hand, `apt-get
 # build-dep ./` installs the Build-Depends), and lintian, which checks them;
 # libnss3-tools (certutil) so that Chromium trusts the CA
-# tests/integration/http_tls.test.mjs makes; python3-venv, for the venvs
-# integration.wheel makes (the PyPI build tools, the wheel's fresh venv).
-RAT_TEST_PKGS=(python3-venv python3-jupyter-client python3-zmq python3-numpy python3-pandas python3-matplotlib clang-14
+# tests/integration/http_tls.test.mjs makes; python3-venv (ensurepip), for
+# the venvs integration.wheel makes (the PyPI build tools, the wheel's fresh
+# venv) and those tests/peers/setup.sh makes for the real peers.
+RAT_TEST_PKGS=(python3-jupyter-client python3-zmq python3-numpy python3-pandas python3-matplotlib clang-14
                libclang-rt-14-dev valgrind dpkg-dev file python3-yaml r-cran-irkernel python3-jupyter-server
-               chromium python3-nbformat python3-nbclient debhelper dh-python lintian libnss3-tools)
+               chromium python3-nbformat python3-nbclient debhelper dh-python lintian libnss3-tools python3-venv)

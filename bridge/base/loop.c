@@ -221,6 +221,11 @@ bool loop_stopping(const loop_t *self)
     return self->stop;
 }
 
+void loop_resume(loop_t *self)
+{
+    self->stop = false;
+}
+
 static void s_compact(loop_t *self)
 {
     size_t j = 0;

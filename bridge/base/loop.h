@@ -64,6 +64,10 @@ int loop_run(loop_t *self);
 int loop_run_once(loop_t *self, int timeout_ms);
 void loop_stop(loop_t *self);
 bool loop_stopping(const loop_t *self);
+/* Undoes loop_stop: a loop that loop_run has left serves its watches and
+ * timers again in loop_run_once (a stopped loop serves nothing), e.g. for a
+ * last exchange with the kernel at shutdown. */
+void loop_resume(loop_t *self);
 
 /* Monotonic clock in milliseconds and microseconds. */
 int64_t loop_now_ms(void);

@@ -13,6 +13,7 @@
 #include "gw_dl.h"
 #include "log.h"
 #include "mem.h"
+#include "utf8.h"
 
 struct gateway_req {
     gateway_t *gw;
@@ -271,21 +272,91 @@ int gateway_request_sync(gateway_t *self, const char *method, const char *path, 
     return 0;
 }
 
+/* Enterprise Gateway says why it refuses in "reason" (a user it will not
+ * start kernels for: "User 'root' is not authorized to start kernel ...
+ * Ensure KERNEL_USERNAME is set ..."); a token it refuses has the bare
+ * status phrase there, and Jupyter Server's has null. */
+static bool s_specific_reason(const char *r)
+{
+    return r && *r && strcmp(r, "Forbidden") != 0 && strcmp(r, "Unauthorized") != 0;
+}
+
+static const char *s_json_str(json_object *j, const char *key)
+{
+    json_object *m = NULL;
+    if (j && json_object_object_get_ex(j, key, &m) && json_object_is_type(m, json_type_string))
+        return json_object_get_string(m);
+    return NULL;
+}
+
 char *gateway_http_error(const gateway_t *self, const char *what, long status, const char *body)
 {
-    const char *msg = NULL;
-    json_object *j = body ? json_tokener_parse(body) : NULL, *m = NULL;
-    if (j && json_object_object_get_ex(j, "message", &m) && json_object_is_type(m, json_type_string))
-        msg = json_object_get_string(m);
+    json_object *j = body ? json_tokener_parse(body) : NULL;
+    const char *msg = s_json_str(j, "message"), *reason = s_json_str(j, "reason");
+    const char *at = self ? " at " : "", *url = self ? self->url : "";
     char *out;
-    if (status == 401 || status == 403)
+    if (status == 403 && s_specific_reason(reason))
+        out = xasprintf("%s: the gateway%s%s refused (HTTP 403 Forbidden): %.300s", what, at, url, reason);
+    else if (status == 401 || status == 403)
         out = xasprintf("%s: the gateway%s%s refused the token (HTTP %ld %s): give the right one with "
                         "--gateway-token or JUPYTER_GATEWAY_AUTH_TOKEN",
-                        what, self ? " at " : "", self ? self->url : "", status, status == 401 ? "Unauthorized" : "Forbidden");
+                        what, at, url, status, status == 401 ? "Unauthorized" : "Forbidden");
     else
-        out = xasprintf("%s: the gateway%s%s answered HTTP %ld%s%.300s", what, self ? " at " : "", self ? self->url : "", status, msg ? ": " : "",
+        out = xasprintf("%s: the gateway%s%s answered HTTP %ld%s%.300s", what, at, url, status, msg ? ": " : "",
                         msg ? msg : "");
     json_object_put(j);
+    return out;
+}
+
+/* Is name=value one the start request carries: KERNEL_*, or a name listed
+ * in allowed (comma separated)? */
+static bool s_env_sent(const char *entry, size_t name_len, const char *allowed)
+{
+    if (name_len > 7 && strncmp(entry, "KERNEL_", 7) == 0)
+        return true;
+    for (const char *a = allowed; a && *a;) {
+        const char *end = strchr(a, ',');
+        size_t n = end ? (size_t)(end - a) : strlen(a);
+        if (n == name_len && strncmp(a, entry, n) == 0)
+            return true;
+        a = end ? end + 1 : a + n;
+    }
+    return false;
+}
+
+char *gateway_kernel_start_body(const char *name, char *const *envp)
+{
+    json_object *b = json_object_new_object(), *env = json_object_new_object();
+    json_object_object_add(b, "name", json_object_new_string(name));
+    const char *allowed = NULL;
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, "JUPYTER_GATEWAY_ALLOWED_ENVS=", 29) == 0)
+            allowed = *e + 29;
+    size_t total = 0, n = 0;
+    for (char *const *e = envp; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq == *e || !s_env_sent(*e, (size_t)(eq - *e), allowed))
+            continue;
+        size_t len = strlen(*e);
+        int nl = eq - *e > 100 ? 100 : (int)(eq - *e); /* the name, in a warning */
+        if (utf8_valid_prefix(*e, len) != len) {
+            log_warn("not sent to the gateway: the environment variable %.*s (not UTF-8)", nl, *e);
+            continue;
+        }
+        if (n >= GATEWAY_ENV_MAX || total + len > GATEWAY_ENV_MAX_BYTES) {
+            log_warn("not sent to the gateway: the environment variable %.*s (past %d variables or %d bytes)",
+                     nl, *e, GATEWAY_ENV_MAX, GATEWAY_ENV_MAX_BYTES);
+            continue;
+        }
+        char *key = xstrndup(*e, (size_t)(eq - *e));
+        json_object_object_add(env, key, json_object_new_string(eq + 1));
+        free(key);
+        total += len;
+        n++;
+    }
+    json_object_object_add(b, "env", env);
+    char *out = xstrdup(json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN));
+    json_object_put(b);
     return out;
 }
 

@@ -69,8 +69,24 @@ int gateway_request_sync(gateway_t *self, const char *method, const char *path, 
                          long *status, char **body_out, char *err, size_t errlen);
 
 /* A sentence for a response that is not 2xx: names 401/403 as the token
- * being refused, 404 as what is missing, adds the server's "message". */
+ * being refused, unless a 403 gives its own reason (Enterprise Gateway's
+ * refusal of a user: said as it is); 404 as what is missing; adds the
+ * server's "message". */
 char *gateway_http_error(const gateway_t *self, const char *what, long status, const char *body);
+
+#define GATEWAY_ENV_MAX 256              /* variables a start request carries, at most */
+#define GATEWAY_ENV_MAX_BYTES (64 << 10) /* and their NAME=value bytes */
+
+/* The body of POST /api/kernels for kernelspec name, as Jupyter Server's
+ * own gateway client makes it: {"name": name, "env": {...}}, env holding
+ * the variables of envp (NAME=value, NULL-terminated; rat-py passes
+ * environ) whose names start with KERNEL_ or are listed in
+ * JUPYTER_GATEWAY_ALLOWED_ENVS (comma separated). Enterprise Gateway starts
+ * the kernel for KERNEL_USERNAME (refusing root, whom it takes when none
+ * is named) and gives the kernel the KERNEL_* variables; Jupyter Server
+ * ignores env. Values that are not UTF-8, and those past GATEWAY_ENV_MAX
+ * or GATEWAY_ENV_MAX_BYTES, are left out with a warning. Caller frees. */
+char *gateway_kernel_start_body(const char *name, char *const *envp);
 
 const char *gateway_url(const gateway_t *self);
 const char *gateway_token(const gateway_t *self);

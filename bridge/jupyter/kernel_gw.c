@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include <unistd.h>
 
 #include "kernel_ws.h"
 #include "log.h"
@@ -144,14 +145,13 @@ static int s_start(kernel_t *self, const kernel_opts_t *o, char *err, size_t err
     }
     self->remote_owned = true;
     const char *name = o->gateway_kernel_name ? o->gateway_kernel_name : "python3";
-    json_object *b = json_object_new_object();
-    json_object_object_add(b, "name", json_object_new_string(name));
+    char *body = gateway_kernel_start_body(name, environ);
     /* Bounded a little inside the boot timeout, so a gateway that accepts
      * and never answers is named as such, not as a kernel that never became
      * ready. */
-    self->gw_req = gateway_request(self->gw, "POST", "/api/kernels", json_object_to_json_string(b),
+    self->gw_req = gateway_request(self->gw, "POST", "/api/kernels", body,
                                    self->boot_timeout_ms - self->boot_timeout_ms / 10, s_gw_started, self);
-    json_object_put(b);
+    free(body);
     if (!self->gw_req) {
         snprintf(err, errlen, "cannot make a request to the gateway");
         return -1;

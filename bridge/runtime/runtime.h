@@ -160,7 +160,12 @@ void runtime_destroy(runtime_t **self_p, int grace_ms);
 /* Before runtime_destroy, for a kernel rat-py attached to (not one it
  * started): asks the kernel-side helper to undo what it changed there
  * (lang_t.detach_code) and runs the loop until the kernel confirms, at most
- * max_ms. Not from inside a loop callback (it runs the loop itself). */
+ * max_ms, or RUNTIME_DETACH_REMOTE_MS for a kernel on a gateway (its answer
+ * crosses the gateway; and the request must be out of the WebSocket, which
+ * only the loop writes, before it closes). Runs the loop itself, also after
+ * loop_run has returned on loop_stop (resumed for the wait, stopped again
+ * after): not from inside a loop callback. */
+#define RUNTIME_DETACH_REMOTE_MS 2000
 void runtime_detach(runtime_t *self, int max_ms);
 /* SIGCHLD arrived. */
 void runtime_on_sigchld(runtime_t *self);

@@ -470,9 +470,19 @@ void runtime_detach(runtime_t *self, int max_ms)
         return;
     rt_req_add(self, REQ_DETACH, id);
     self->detached = false;
+    if (kernel_remote(self->kernel) && max_ms < RUNTIME_DETACH_REMOTE_MS)
+        max_ms = RUNTIME_DETACH_REMOTE_MS;
+    /* At exit loop_run has returned on loop_stop, and a stopped loop serves
+     * nothing: without this the reply was never read (every detach waited
+     * out max_ms) and a gateway kernel's request never left the WebSocket's
+     * queue (the helper stayed in the kernel). */
+    bool stopped = loop_stopping(self->loop);
+    loop_resume(self->loop);
     int64_t until = loop_now_ms() + max_ms;
     while (!self->detached && self->kernel && loop_now_ms() < until)
         loop_run_once(self->loop, 5);
+    if (stopped)
+        loop_stop(self->loop);
     if (self->detached)
         log_info("left the attached kernel as it was (the helper took its hooks out)");
     else

@@ -15,7 +15,7 @@
 // integration tests (RAT_PY, RAT_PY_WRAPPER, ...) and run.mjs.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { startJupyterServer } from './jupyter_server.mjs';
+import { startJupyterServer, KIND } from './jupyter_server.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const tests = path.join(here, '..');
@@ -25,7 +25,11 @@ const server = await startJupyterServer({ token: TOKEN });
 const stopOnSignal = async () => { await server.stop(); process.exit(1); };
 process.on('SIGTERM', stopOnSignal);
 process.on('SIGINT', stopOnSignal);
-const env = { ...process.env, JUPYTER_GATEWAY_URL: server.url, JUPYTER_GATEWAY_AUTH_TOKEN: TOKEN };
+// With RAT_GATEWAY_KIND=eg the server is Enterprise Gateway, which starts a
+// kernel only for a user named in KERNEL_USERNAME (rat-py sends its own) and
+// refuses root (gateway.test.mjs says more).
+const env = { ...process.env, JUPYTER_GATEWAY_URL: server.url, JUPYTER_GATEWAY_AUTH_TOKEN: TOKEN,
+  ...(KIND === 'eg' && !process.env.KERNEL_USERNAME ? { KERNEL_USERNAME: 'rat-test' } : {}) };
 const started = () => (server.log().match(/Kernel started/g) ?? []).length;
 
 /** Runs node with args in tests/ (output through); true when it exits 0 and started a kernel here. */

@@ -93,6 +93,24 @@ static void s_check_errors(void)
     CHECK_EQ_STR(e, "cannot start a kernel: the gateway at http://127.0.0.1:1 refused the token (HTTP 401 Unauthorized): "
                  "give the right one with --gateway-token or JUPYTER_GATEWAY_AUTH_TOKEN");
     free(e);
+    /* Enterprise Gateway's refusal of a user says why; a refused token's 403
+     * (Jupyter Server's, EG's) has no reason of its own: the token. */
+    e = gateway_http_error(gw, "cannot start a kernel", 403,
+                           "{\"reason\": \"User 'root' is not authorized to start kernel 'Python 3 (ipykernel)'. Ensure "
+                           "KERNEL_USERNAME is set to an appropriate value and retry the request.\", \"message\": \"\"}");
+    CHECK_EQ_STR(e, "cannot start a kernel: the gateway at http://127.0.0.1:1 refused (HTTP 403 Forbidden): User 'root' is "
+                 "not authorized to start kernel 'Python 3 (ipykernel)'. Ensure KERNEL_USERNAME is set to an appropriate "
+                 "value and retry the request.");
+    free(e);
+    e = gateway_http_error(gw, "x", 403, "{\"message\": \"'_xsrf' argument missing from POST\", \"reason\": null}");
+    CHECK(strstr(e, "refused the token (HTTP 403 Forbidden)") != NULL);
+    free(e);
+    e = gateway_http_error(gw, "x", 403, "{\"reason\": \"Forbidden\", \"message\": \"Forbidden\"}");
+    CHECK(strstr(e, "refused the token (HTTP 403 Forbidden)") != NULL);
+    free(e);
+    e = gateway_http_error(gw, "x", 401, "{\"reason\": \"Unauthorized\", \"message\": \"\"}");
+    CHECK(strstr(e, "refused the token (HTTP 401 Unauthorized)") != NULL);
+    free(e);
     e = gateway_http_error(gw, "x", 404, "{\"message\": \"No such kernelspec nosuch\", \"reason\": null}");
     CHECK_EQ_STR(e, "x: the gateway at http://127.0.0.1:1 answered HTTP 404: No such kernelspec nosuch");
     free(e);
@@ -1020,12 +1038,42 @@ static void s_check_request_ud(void)
     loop_destroy(&loop);
 }
 
+/* The start request's body: the kernelspec, and the env Enterprise Gateway
+ * reads KERNEL_USERNAME from: KERNEL_* and JUPYTER_GATEWAY_ALLOWED_ENVS's
+ * names, nothing else, bounded, UTF-8 only. */
+static void s_check_start_body(void)
+{
+    char *envp[] = {"PATH=/usr/bin", "KERNEL_USERNAME=alice", "HOME=/root", "KERNEL_=x", "KERNEL_WORKING_DIR=/w",
+                    "JUPYTER_GATEWAY_ALLOWED_ENVS=LANG,TZ", "TZ=UTC", "LANGUAGE=fr", "KERNEL_BAD=\xff", "=KERNEL_X", NULL};
+    char *b = gateway_kernel_start_body("python3", envp);
+    CHECK_EQ_STR(b, "{\"name\":\"python3\",\"env\":{\"KERNEL_USERNAME\":\"alice\",\"KERNEL_WORKING_DIR\":\"\\/w\",\"TZ\":\"UTC\"}}");
+    free(b);
+    char *none[] = {NULL};
+    b = gateway_kernel_start_body("ir", none);
+    CHECK_EQ_STR(b, "{\"name\":\"ir\",\"env\":{}}");
+    free(b);
+    /* Past GATEWAY_ENV_MAX variables: the rest are left out. */
+    char **many = xcalloc(GATEWAY_ENV_MAX + 11, sizeof *many);
+    for (int i = 0; i < GATEWAY_ENV_MAX + 10; i++)
+        many[i] = xasprintf("KERNEL_V%d=%d", i, i);
+    b = gateway_kernel_start_body("python3", many);
+    json_object *j = json_tokener_parse(b), *env = NULL;
+    CHECK(j && json_object_object_get_ex(j, "env", &env));
+    CHECK_EQ_INT(env ? json_object_object_length(env) : -1, GATEWAY_ENV_MAX);
+    json_object_put(j);
+    free(b);
+    for (int i = 0; i < GATEWAY_ENV_MAX + 10; i++)
+        free(many[i]);
+    free(many);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
         return 1;
     RUN_CASE(s_check_urls);
     RUN_CASE(s_check_errors);
+    RUN_CASE(s_check_start_body);
     RUN_CASE(s_check_json_messages);
     RUN_CASE(s_check_json_texts);
     RUN_CASE(s_check_ws_peer);

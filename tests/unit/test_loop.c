@@ -204,6 +204,28 @@ static void test_defer_runs_at_destroy(void)
     CHECK_EQ_INT(s_deferred_ran, 1);
 }
 
+/* After loop_run returned on loop_stop, loop_run_once serves nothing (a
+ * last exchange at shutdown waited on a loop that never ran: runtime_detach);
+ * loop_resume makes it serve again. */
+static void test_resume_after_stop(void)
+{
+    s_deferred_ran = 0;
+    loop_t *loop = loop_new();
+    loop_timer(loop, 0, s_stop_and_defer, NULL);
+    CHECK(loop_run(loop) == 0);
+    CHECK(loop_stopping(loop));
+    loop_timer(loop, 0, s_plain, NULL);
+    loop_run_once(loop, 10);
+    CHECK_EQ_INT(s_deferred_ran, 0); /* stopped: neither timer ran */
+    loop_resume(loop);
+    CHECK(!loop_stopping(loop));
+    for (int i = 0; i < 10 && s_deferred_ran < 201; i++)
+        loop_run_once(loop, 10);
+    CHECK_EQ_INT(s_deferred_ran, 201); /* both plain timers and the deferred work */
+    loop_destroy(&loop);
+    CHECK_EQ_INT(s_deferred_ran, 201);
+}
+
 /* czmq's context as zmqctx sets it up: its log never reaches stdout (the
  * MCP channel), even when the environment asks for it, and it leaves
  * SIGINT and SIGTERM alone (rat-py reads them from a signalfd). Runs first:
@@ -237,6 +259,7 @@ int main(void)
 {
     RUN_CASE(test_zmqctx_keeps_stdout_and_signals);
     RUN_CASE(test_defer_runs_at_destroy);
+    RUN_CASE(test_resume_after_stop);
     RUN_CASE(test_message_wakes_watch);
     RUN_CASE(test_kick_after_outside_use);
     RUN_CASE(test_leftovers_served_without_new_signal);
