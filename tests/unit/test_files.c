@@ -13,6 +13,7 @@
 #include "check.h"
 #include "connfile.h"
 #include "fileio.h"
+#include "interp.h"
 #include "mem.h"
 
 static char s_dir[] = "/tmp/rat-test-files-XXXXXX";
@@ -131,6 +132,82 @@ static void test_read_reports_fstat_failure(void)
     free(path);
 }
 
+/* A venv found by discovery is trusted only when no one else may change what
+ * its python's path names, now or at a later restart (the kernel is started
+ * again by the same path): every directory from / down to it and every link
+ * of a symlink chain, not only the last file and its directory. */
+static void s_mkdir(const char *p, mode_t m)
+{
+    CHECK(mkdir(p, 0700) == 0);
+    CHECK(chmod(p, m) == 0);
+}
+
+static void s_expect_distrust(const char *dir, const char *env, const char *bad)
+{
+    char *why = interp_venv_distrust(dir, env);
+    char *want = xasprintf("%s is writable by others (mode 0777)", bad);
+    CHECK(why != NULL);
+    if (why && !strstr(why, want))
+        fprintf(stderr, "  why: %s\n  want: %s\n", why, want);
+    CHECK(why && strstr(why, want));
+    free(want);
+    free(why);
+}
+
+static void test_venv_trust_covers_the_whole_way(void)
+{
+    char *p = xasprintf("%s/vt", s_dir);
+    s_mkdir(p, 0755);
+    /* a: bin/python -> pub/py -> /bin/sh, pub writable by anyone: they may
+     * point py elsewhere (the last file and its directory are root's). */
+    char *a = xasprintf("%s/a", p), *apub = xasprintf("%s/a/pub", p), *aproj = xasprintf("%s/a/proj", p);
+    char *aenv = xasprintf("%s/.venv", aproj), *abin = xasprintf("%s/.venv/bin", aproj);
+    char *apy = xasprintf("%s/python", abin), *alink = xasprintf("%s/py", apub);
+    s_mkdir(a, 0755);
+    s_mkdir(apub, 0777);
+    s_mkdir(aproj, 0755);
+    s_mkdir(aenv, 0755);
+    s_mkdir(abin, 0755);
+    CHECK(symlink("/bin/sh", alink) == 0);
+    CHECK(symlink(alink, apy) == 0);
+    s_expect_distrust(aproj, aenv, apub);
+    /* b: .venv -> pub/envs/v, pub writable by anyone: they may rename envs
+     * and put their own venv in its place. */
+    char *b = xasprintf("%s/b", p), *bpub = xasprintf("%s/b/pub", p), *benvs = xasprintf("%s/b/pub/envs", p);
+    char *bv = xasprintf("%s/v", benvs), *bvbin = xasprintf("%s/v/bin", benvs), *bvpy = xasprintf("%s/v/bin/python", benvs);
+    char *bproj = xasprintf("%s/b/proj", p), *benv = xasprintf("%s/b/proj/.venv", p);
+    s_mkdir(b, 0755);
+    s_mkdir(bpub, 0777);
+    s_mkdir(benvs, 0755);
+    s_mkdir(bv, 0755);
+    s_mkdir(bvbin, 0755);
+    CHECK(symlink("/bin/sh", bvpy) == 0);
+    s_mkdir(bproj, 0755);
+    CHECK(symlink(bv, benv) == 0);
+    s_expect_distrust(bproj, benv, bpub);
+    /* c: the directory above the project (and its .venv) is writable by
+     * anyone: they may rename proj and put a tree of their own there. */
+    char *c = xasprintf("%s/c", p), *cproj = xasprintf("%s/c/proj", p), *cenv = xasprintf("%s/c/proj/.venv", p);
+    char *cbin = xasprintf("%s/bin", cenv), *cpy = xasprintf("%s/bin/python", cenv);
+    s_mkdir(c, 0777);
+    s_mkdir(cproj, 0755);
+    s_mkdir(cenv, 0755);
+    s_mkdir(cbin, 0755);
+    CHECK(symlink("/bin/sh", cpy) == 0);
+    s_expect_distrust(cproj, cenv, c);
+    /* The same tree with c private is trusted. */
+    CHECK(chmod(c, 0755) == 0);
+    char *why = interp_venv_distrust(cproj, cenv);
+    if (why)
+        fprintf(stderr, "  why: %s\n", why);
+    CHECK(why == NULL);
+    free(why);
+    free(a), free(apub), free(aproj), free(aenv), free(abin), free(apy), free(alink);
+    free(b), free(bpub), free(benvs), free(bv), free(bvbin), free(bvpy), free(bproj), free(benv);
+    free(c), free(cproj), free(cenv), free(cbin), free(cpy);
+    free(p);
+}
+
 int main(void)
 {
     if (!mkdtemp(s_dir))
@@ -138,6 +215,7 @@ int main(void)
     RUN_CASE(test_planted_symlinks_are_not_followed);
     RUN_CASE(test_write_failure_leaves_nothing);
     RUN_CASE(test_read_reports_fstat_failure);
+    RUN_CASE(test_venv_trust_covers_the_whole_way);
     char *cmd = xasprintf("rm -rf '%s'", s_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", s_dir);
