@@ -78,16 +78,26 @@ static char *s_env_python(const char *venv)
 
 /* Whether gid is the user's private group (a user-private-group system's
  * default, where files are group-writable under umask 002): our primary
- * group, named as we are, with no other members listed. */
+ * group, named as we are, with no other members listed, and no other user
+ * whose primary group it is (such a user belongs to it without being
+ * listed in the group's members). Users are enumerated only when a
+ * group-writable entry is met. */
 static bool s_private_group(gid_t gid)
 {
     if (gid != getegid())
         return false;
-    struct passwd *pw = getpwuid(geteuid());
+    uid_t me = geteuid();
+    struct passwd *pw = getpwuid(me);
     char *name = pw && pw->pw_name ? xstrdup(pw->pw_name) : NULL; /* getgrgid may reuse pw's buffer */
     struct group *gr = getgrgid(gid);
     bool alone = gr && (!gr->gr_mem || !gr->gr_mem[0] || (name && !strcmp(gr->gr_mem[0], name) && !gr->gr_mem[1]));
     bool own = name && gr && gr->gr_name && strcmp(gr->gr_name, name) == 0 && alone;
+    if (own) {
+        setpwent();
+        for (struct passwd *p; own && (p = getpwent());)
+            own = p->pw_gid != gid || p->pw_uid == me;
+        endpwent();
+    }
     free(name);
     return own;
 }

@@ -5,9 +5,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -208,6 +212,52 @@ static void test_venv_trust_covers_the_whole_way(void)
     free(p);
 }
 
+/* "Writable by the group" is let pass only when the group is the user's
+ * alone. A user whose primary group (passwd's gid) it is belongs to it
+ * without being listed in /etc/group: such a user may write a
+ * group-writable venv as well. Root only: a private mount namespace puts a
+ * passwd and group of the test's own over /etc (the system's are not
+ * touched). */
+static void test_venv_private_group_has_no_hidden_member(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "  skipped: needs root (a private mount namespace over /etc/passwd)\n");
+        return;
+    }
+    char *p = xasprintf("%s/pg", s_dir), *proj = xasprintf("%s/pg/proj", s_dir);
+    char *env = xasprintf("%s/.venv", proj), *bin = xasprintf("%s/bin", env), *py = xasprintf("%s/python", bin);
+    char *pw = xasprintf("%s/passwd", p), *gr = xasprintf("%s/group", p);
+    s_mkdir(p, 0755);
+    s_mkdir(proj, 0755);
+    s_mkdir(env, 0755);
+    s_mkdir(bin, 0755);
+    int fd = open(py, O_WRONLY | O_CREAT | O_EXCL, 0775);
+    CHECK(fd >= 0 && close(fd) == 0);
+    CHECK(chmod(py, 0775) == 0 && chown(py, 0, 0) == 0);
+    for (int hidden = 0; hidden < 2; hidden++) {
+        FILE *f = fopen(pw, "w");
+        fprintf(f, "root:x:0:0:root:/root:/bin/sh\n%s", hidden ? "bob:x:4242:0:bob:/nonexistent:/bin/sh\n" : "");
+        fclose(f);
+        f = fopen(gr, "w");
+        fprintf(f, "root:x:0:\n");
+        fclose(f);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                mount(pw, "/etc/passwd", NULL, MS_BIND, NULL) < 0 || mount(gr, "/etc/group", NULL, MS_BIND, NULL) < 0)
+                _exit(3);
+            char *why = interp_venv_distrust(proj, env);
+            _exit(why ? 1 : 0);
+        }
+        int st = 0;
+        CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+        /* no hidden member: group root is root's alone, the venv passes;
+         * bob's primary group is root: refused */
+        CHECK_EQ_INT(WEXITSTATUS(st), (hidden ? 1 : 0));
+    }
+    free(p), free(proj), free(env), free(bin), free(py), free(pw), free(gr);
+}
+
 int main(void)
 {
     if (!mkdtemp(s_dir))
@@ -216,6 +266,7 @@ int main(void)
     RUN_CASE(test_write_failure_leaves_nothing);
     RUN_CASE(test_read_reports_fstat_failure);
     RUN_CASE(test_venv_trust_covers_the_whole_way);
+    RUN_CASE(test_venv_private_group_has_no_hidden_member);
     char *cmd = xasprintf("rm -rf '%s'", s_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", s_dir);
