@@ -399,7 +399,16 @@ static void s_editor_open(s_editor_t *ed, const char *name)
         char *hd = xasprintf("%s/history", dir);
         mkdir(hd, 0700);
         ed->histfile = xasprintf("%s/%s", hd, name);
-        edit_dl.history(ed->hist, &ed->ev, H_LOAD, ed->histfile);
+        /* libedit opens it with a blocking fopen, to load it here and to
+         * save it at the end: a FIFO (or a device) there would hang the
+         * REPL. Whatever is there and is not a regular file is left alone. */
+        struct stat hs;
+        if (stat(ed->histfile, &hs) == 0 && !S_ISREG(hs.st_mode)) {
+            fprintf(stderr, "rat: %s is not a regular file: no history\n", ed->histfile);
+            FREE_AND_NULL(ed->histfile);
+        } else {
+            edit_dl.history(ed->hist, &ed->ev, H_LOAD, ed->histfile);
+        }
         free(hd);
         free(dir);
     }
