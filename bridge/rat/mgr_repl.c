@@ -392,7 +392,10 @@ static void s_editor_open(s_editor_t *ed, const char *name)
     edit_dl.el_set(ed->el, EL_EDITOR, "emacs");
     edit_dl.el_set(ed->el, EL_PROMPT, s_prompt_fn);
     edit_dl.el_set(ed->el, EL_HIST, edit_dl.history, ed->hist);
-    edit_dl.el_set(ed->el, EL_ADDFN, "rat-complete", "complete from the kernel", s_complete);
+    /* Wide and static: el_set(EL_ADDFN) stores wcsdup'ed copies of both
+     * strings that el_end never frees (libedit says so: "XXX: The two
+     * strdup's leak"); el_wset stores the pointers given. */
+    edit_dl.el_wset(ed->el, EL_ADDFN, L"rat-complete", L"complete from the kernel", s_complete);
     edit_dl.el_set(ed->el, EL_BIND, "^I", "rat-complete", NULL);
     char *dir = mgr_state_dir();
     if (dir) {
