@@ -3,13 +3,17 @@
 #include "gateway.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 #include <json-c/json.h>
 
 #include "buf.h"
+#include "fileio.h"
 #include "gw_dl.h"
 #include "log.h"
 #include "mem.h"
@@ -137,6 +141,18 @@ gateway_t *gateway_new(loop_t *loop, const gateway_opts_t *o, char *err, size_t 
             }
         self->token = xstrdup(o->token);
         self->auth = xasprintf("Authorization: token %s", o->token);
+    }
+    if (o->ca_file) {
+        /* curl (OpenSSL) opens the bundle by name with a blocking fopen at
+         * each TLS handshake, on the loop: a FIFO there would hang it, and
+         * a device would be read without end. Refused here, once. */
+        int fd = fileio_open_regular(o->ca_file, O_RDONLY, 0, NULL);
+        if (fd < 0) {
+            snprintf(err, errlen, "--gateway-ca %s: %s", o->ca_file, fileio_strerror(errno));
+            gateway_destroy(&self);
+            return NULL;
+        }
+        close(fd);
     }
     self->ca_file = xstrdup(o->ca_file);
     self->insecure = o->insecure;

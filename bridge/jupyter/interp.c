@@ -79,16 +79,26 @@ static char *s_env_python(const char *venv)
 
 /* Whether gid is the user's private group (a user-private-group system's
  * default, where files are group-writable under umask 002): our primary
- * group, named as we are, with no other members listed. */
+ * group, named as we are, with no other members listed, and no other user
+ * whose primary group it is (such a user belongs to it without being
+ * listed in the group's members). Users are enumerated only when a
+ * group-writable entry is met. */
 static bool s_private_group(gid_t gid)
 {
     if (gid != getegid())
         return false;
-    struct passwd *pw = getpwuid(geteuid());
+    uid_t me = geteuid();
+    struct passwd *pw = getpwuid(me);
     char *name = pw && pw->pw_name ? xstrdup(pw->pw_name) : NULL; /* getgrgid may reuse pw's buffer */
     struct group *gr = getgrgid(gid);
     bool alone = gr && (!gr->gr_mem || !gr->gr_mem[0] || (name && !strcmp(gr->gr_mem[0], name) && !gr->gr_mem[1]));
     bool own = name && gr && gr->gr_name && strcmp(gr->gr_name, name) == 0 && alone;
+    if (own) {
+        setpwent();
+        for (struct passwd *p; own && (p = getpwent());)
+            own = p->pw_gid != gid || p->pw_uid == me;
+        endpwent();
+    }
     free(name);
     return own;
 }
@@ -144,10 +154,80 @@ static char *s_distrust_path(const char *path, bool sticky_ok)
     return why;
 }
 
+/* Why the path cannot be trusted as the way to a venv's file, or NULL:
+ * resolved component by component as the kernel resolves it, every
+ * directory from / down to it and every symbolic link met on the way (each
+ * link of a chain, and the directories its target lies in) must pass
+ * s_distrust (a sticky directory passes). Whoever may write one of them
+ * could change what the path names after the test, and the kernel is
+ * started again by the same path at every restart. OpenSSH's safe_path
+ * checks a key file's directories up to / the same way. */
+static char *s_distrust_walk(const char *path)
+{
+    char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+    if (path[0] != '/' && !cwd)
+        return xasprintf("%s cannot be examined (%s)", path, strerror(errno));
+    char *todo = cwd ? xasprintf("%s/%s", cwd, path) : xstrdup(path);
+    free(cwd);
+    char *done = xstrdup(""); /* resolved so far: "" is / */
+    struct stat st;
+    char *why = lstat("/", &st) < 0 ? xasprintf("/ cannot be examined (%s)", strerror(errno))
+                                    : s_distrust("/", &st, true);
+    int links = 0;
+    char *rest = todo;
+    while (!why && *rest) {
+        while (*rest == '/')
+            rest++;
+        if (!*rest)
+            break;
+        size_t n = strcspn(rest, "/");
+        char *comp = xstrndup(rest, n);
+        rest += n;
+        if (!strcmp(comp, ".")) {
+            free(comp);
+            continue;
+        }
+        if (!strcmp(comp, "..")) {
+            char *sl = strrchr(done, '/');
+            if (sl)
+                *sl = '\0';
+            free(comp);
+            continue;
+        }
+        char *cand = xasprintf("%s/%s", done, comp);
+        free(comp);
+        if (lstat(cand, &st) < 0) {
+            why = xasprintf("%s cannot be examined (%s)", cand, strerror(errno));
+        } else if (!(why = s_distrust(cand, &st, true)) && S_ISLNK(st.st_mode)) {
+            char target[4096];
+            ssize_t tl = readlink(cand, target, sizeof target - 1);
+            if (tl <= 0 || ++links > 40) {
+                why = xasprintf("%s cannot be examined (%s)", cand, tl <= 0 ? strerror(errno) : "too many links");
+            } else {
+                target[tl] = '\0';
+                char *next = xasprintf("%s/%s", target, rest);
+                free(todo);
+                todo = rest = next;
+                if (target[0] == '/')
+                    done[0] = '\0';
+            }
+        } else if (!why) {
+            free(done);
+            done = cand;
+            cand = NULL;
+        }
+        free(cand);
+    }
+    free(todo);
+    free(done);
+    return why;
+}
+
 /* Why the venv env, found by discovery, is not to be run, or NULL: the
  * environment directory, its bin, and its interpreter (the link and the
  * file it leads to) must each be ours or root's and not writable by group
- * or others. */
+ * or others, and so must everything on the interpreter's path from /
+ * (s_distrust_walk). */
 static char *s_distrust_venv(const char *env, const char *python)
 {
     char *bin = xasprintf("%s/bin", env);
@@ -156,6 +236,8 @@ static char *s_distrust_venv(const char *env, const char *python)
         why = s_distrust_path(bin, false);
     if (!why)
         why = s_distrust_path(python, false);
+    if (!why)
+        why = s_distrust_walk(python);
     free(bin);
     return why;
 }
@@ -198,6 +280,8 @@ char *interp_venv_distrust(const char *dir, const char *env)
                 why = s_distrust_venv(env, py);
             else
                 why = s_distrust_path(env, false);
+            if (!why && !py)
+                why = s_distrust_walk(env);
             free(py);
         }
     }

@@ -38,6 +38,7 @@ int edit_dl_load(char *err, size_t errlen)
         {"el_insertstr", offsetof(edit_dl_t, el_insertstr)}, {"el_deletestr", offsetof(edit_dl_t, el_deletestr)},
         {"el_reset", offsetof(edit_dl_t, el_reset)},         {"history_init", offsetof(edit_dl_t, history_init)},
         {"history_end", offsetof(edit_dl_t, history_end)},   {"history", offsetof(edit_dl_t, history)},
+        {"el_wset", offsetof(edit_dl_t, el_wset)},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         void *p = dlsym(h, syms[i].name);

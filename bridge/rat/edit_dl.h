@@ -19,6 +19,7 @@ typedef struct {
     void (*el_end)(EditLine *);
     const char *(*el_gets)(EditLine *, int *);
     int (*el_set)(EditLine *, int, ...);
+    int (*el_wset)(EditLine *, int, ...); /* EL_ADDFN: el_set's copies of the names leak */
     int (*el_get)(EditLine *, int, ...);
     const LineInfo *(*el_line)(EditLine *);
     int (*el_insertstr)(EditLine *, const char *);

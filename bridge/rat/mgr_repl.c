@@ -392,14 +392,26 @@ static void s_editor_open(s_editor_t *ed, const char *name)
     edit_dl.el_set(ed->el, EL_EDITOR, "emacs");
     edit_dl.el_set(ed->el, EL_PROMPT, s_prompt_fn);
     edit_dl.el_set(ed->el, EL_HIST, edit_dl.history, ed->hist);
-    edit_dl.el_set(ed->el, EL_ADDFN, "rat-complete", "complete from the kernel", s_complete);
+    /* Wide and static: el_set(EL_ADDFN) stores wcsdup'ed copies of both
+     * strings that el_end never frees (libedit says so: "XXX: The two
+     * strdup's leak"); el_wset stores the pointers given. */
+    edit_dl.el_wset(ed->el, EL_ADDFN, L"rat-complete", L"complete from the kernel", s_complete);
     edit_dl.el_set(ed->el, EL_BIND, "^I", "rat-complete", NULL);
     char *dir = mgr_state_dir();
     if (dir) {
         char *hd = xasprintf("%s/history", dir);
         mkdir(hd, 0700);
         ed->histfile = xasprintf("%s/%s", hd, name);
-        edit_dl.history(ed->hist, &ed->ev, H_LOAD, ed->histfile);
+        /* libedit opens it with a blocking fopen, to load it here and to
+         * save it at the end: a FIFO (or a device) there would hang the
+         * REPL. Whatever is there and is not a regular file is left alone. */
+        struct stat hs;
+        if (stat(ed->histfile, &hs) == 0 && !S_ISREG(hs.st_mode)) {
+            fprintf(stderr, "rat: %s is not a regular file: no history\n", ed->histfile);
+            FREE_AND_NULL(ed->histfile);
+        } else {
+            edit_dl.history(ed->hist, &ed->ev, H_LOAD, ed->histfile);
+        }
         free(hd);
         free(dir);
     }

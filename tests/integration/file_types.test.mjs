@@ -77,6 +77,32 @@ test('rat-py --tls-cert FIFO (or --tls-key FIFO) fails at once with a clear erro
   }
 });
 
+test('rat-py --gateway-ca FIFO fails at once with a clear error (curl would open it for each TLS handshake and wait)', async () => {
+  const t = tree();
+  // A listener that accepts and says nothing: curl reaches the point where
+  // it loads the CA bundle.
+  const { createServer } = await import('node:net');
+  const srv = createServer(() => {});
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  try {
+    const fifo = path.join(t.root, 'ca.pem');
+    mkfifo(fifo);
+    const url = `https://127.0.0.1:${srv.address().port}`;
+    const env = { ...process.env, HOME: t.root };
+    for (const extra of [['kernels'], ['--cwd', t.root]]) {
+      const { command, args } = ratCommand([...extra, '--gateway', url, '--gateway-ca', fifo]);
+      const r = await runToEnd(command, args, env);
+      assert.equal(r.signal, null, `rat-py hung (killed): ${r.stderr}`);
+      assert.notEqual(r.code, 0);
+      assert.ok(r.stderr.includes(`--gateway-ca ${fifo}: not a regular file`), r.stderr);
+      checkSanitizers(r.stderr);
+    }
+  } finally {
+    srv.close();
+    t.done();
+  }
+});
+
 test('SIGTERM while start-up is blocked (a venv\'s python that does not answer) ends rat-py at once', async () => {
   const t = tree();
   let probe = 0;

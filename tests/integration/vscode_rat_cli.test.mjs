@@ -7,7 +7,7 @@
 // (RAT_PORTS), and every server it starts is stopped at the end.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -119,6 +119,66 @@ test('rat NAME: a REPL on the same kernel; what it makes is in the Variables vie
   assert.match(out, /^line 0\nline 1$/m);
   const rows = parseOverview(await c.look());
   assert.deepEqual(rows.find((r) => r.name === 'made_in_repl'), { name: 'made_in_repl', kind: 'int', preview: '42' });
+});
+
+// libedit opens the history file with a blocking fopen, to load it and
+// again to save it: a FIFO there would hang the REPL before its first
+// prompt. On a terminal (a pty: the editor runs only there).
+test('rat NAME on a terminal with a FIFO where its history file goes: the REPL runs, without history', async () => {
+  const hist = path.join(path.dirname(stateFilePath(env)), 'history');
+  mkdirSync(hist, { recursive: true, mode: 0o700 });
+  const fifo = path.join(hist, 'py@proj');
+  assert.equal(spawnSync('mkfifo', ['-m', '600', fifo]).status, 0);
+  const drive = `
+import os, pty, select, sys, time
+limit = float(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], 'py@proj'])
+out = b''
+def wait_for(pat, n=1):
+    global out
+    end = time.time() + limit
+    while out.count(pat) < n and time.time() < end:
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:
+                return
+wait_for(b'py@proj> ')
+os.write(fd, b'print(6 * 7)\\n')
+wait_for(b'\\n42')
+wait_for(b'py@proj> ', 2)  # a key typed before the prompt may be flushed
+os.write(fd, b'\\x04')
+end = time.time() + limit
+nudge = time.time() + 2
+while time.time() < end:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.time() > nudge:  # a ^D typed as the prompt appears can be lost on a slow (sanitized) build
+        os.write(fd, b'\\x04')
+        nudge = time.time() + 2
+    if select.select([fd], [], [], 0.2)[0]:
+        try:
+            out += os.read(fd, 4096)
+        except OSError:
+            pass
+else:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    status = -1
+sys.stdout.write(out.decode('utf-8', 'replace'))
+sys.exit(0 if status == 0 else 1)
+`;
+  try {
+    const r = spawnSync('python3', ['-c', drive, bin, String(ms(60000) / 1000)], { cwd: proj, env, encoding: 'utf8' });
+    assert.equal(r.status, 0, `the REPL hung or failed:\n${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /\r?\n42\r?\n/);
+    assert.ok(r.stdout.includes(`${fifo} is not a regular file: no history`), r.stdout);
+  } finally {
+    rmSync(fifo, { force: true });
+  }
 });
 
 test('Ctrl-C in the REPL interrupts the running code (ctl cancel), and the REPL goes on', async () => {
