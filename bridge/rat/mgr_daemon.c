@@ -21,6 +21,7 @@
 #include "fileio.h"
 #include "mem.h"
 #include "mgr_client.h"
+#include "procsig.h"
 
 #define LOG_ROTATE (1u << 20)
 
@@ -301,31 +302,6 @@ static s_ready_t s_wait_ready(long port, pid_t pid, int64_t until, const char *l
     return S_STARTING;
 }
 
-/* A pidfd for pid (Linux 5.3+), -1 when the kernel (or valgrind) has none:
- * then signals go by pid, with the small race the pidfd closes. */
-static int s_pidfd_open(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-    return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    (void)pid;
-    errno = ENOSYS;
-    return -1;
-#endif
-}
-
-/* Signals the process pidfd holds (by pid without one). */
-static void s_signal(int pidfd, pid_t pid, int sig)
-{
-#ifdef SYS_pidfd_send_signal
-    if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0)
-        return;
-    if (pidfd >= 0 && errno != ENOSYS)
-        return; /* ESRCH: it is gone, and the pid may be another's now */
-#endif
-    kill(pid, sig);
-}
-
 /* Whether the process has exited, waiting up to ms (a pidfd reads as
  * readable once it has; by pid: kill(pid, 0) after it was reaped). Our own
  * child is reaped. */
@@ -364,7 +340,7 @@ int mgr_daemon_stop(mgr_kernel_t *k, char *why, size_t whylen)
      * once the process behind the pid is proven to be the one rat started
      * (a pid reused in between has another start time), every signal sent
      * through the pidfd reaches that process and no other. */
-    int pidfd = s_pidfd_open(pid);
+    int pidfd = procsig_open(pid);
     if (pidfd < 0 && errno == ESRCH) {
         mgr_state_mark_stopped(k);
         return 0;
@@ -376,7 +352,7 @@ int mgr_daemon_stop(mgr_kernel_t *k, char *why, size_t whylen)
         return -1;
     }
     if (proc == MGR_PROC_PROVEN) {
-        s_signal(pidfd, pid, SIGTERM);
+        (void)procsig_send(pidfd, pid, SIGTERM);
         if (!s_gone(pidfd, pid, MGR_STOP_MS)) {
             /* Its process group is the one rat created (the server was
              * started with setsid, so it leads its group): killed only
@@ -384,7 +360,7 @@ int mgr_daemon_stop(mgr_kernel_t *k, char *why, size_t whylen)
              * also keeps the group's number from being reused meanwhile. */
             if (getpgid(pid) == pid && !s_gone(pidfd, pid, 0))
                 kill(-pid, SIGKILL);
-            s_signal(pidfd, pid, SIGKILL);
+            (void)procsig_send(pidfd, pid, SIGKILL);
             s_gone(pidfd, pid, 1000);
         }
     }

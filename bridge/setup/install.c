@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "config.h"
 #include "fileio.h"
 #include "mem.h"
+#include "procsig.h"
 #include "yaml_block.h"
 
 #define CONFIG_MAX YAML_BLOCK_MAX_TEXT
@@ -592,33 +592,6 @@ static void s_drop_cache(const char *client, const char *name)
     free(f);
 }
 
-/* A pidfd for pid (Linux 5.3+), -1 when the kernel (or valgrind) has none:
- * then the signal goes by pid, with the small race the pidfd closes. */
-static int s_pidfd_open(long pid)
-{
-#ifdef SYS_pidfd_open
-    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-#else
-    (void)pid;
-    errno = ENOSYS;
-    return -1;
-#endif
-}
-
-/* Signals the process pidfd holds (by pid without one). */
-static bool s_signal(int pidfd, long pid, int sig)
-{
-#ifdef SYS_pidfd_send_signal
-    if (pidfd >= 0) {
-        if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0)
-            return true;
-        if (errno != ENOSYS)
-            return false; /* ESRCH: it is gone, and the pid may be another's now */
-    }
-#endif
-    return kill((pid_t)pid, sig) == 0;
-}
-
 /* Whether the process pidfd holds (or pid) is still there. */
 static bool s_running(int pidfd, long pid)
 {
@@ -643,14 +616,14 @@ static bool s_stop_daemon(const char *client, const char *name, long *pid_out, c
     long pid = *pid_out = clients_daemon_pidfile(client, name);
     if (!pid)
         return false;
-    int pidfd = s_pidfd_open(pid);
+    int pidfd = procsig_open((pid_t)pid);
     if (pidfd < 0 && errno == ESRCH) {
         *pid_out = 0;
         return false;
     }
     bool ok = clients_daemon_is(client, name, pid, why, whylen);
     if (ok)
-        ok = s_signal(pidfd, pid, SIGTERM);
+        ok = procsig_send(pidfd, (pid_t)pid, SIGTERM);
     for (int waited = 0; ok && waited < DAEMON_STOP_MS && s_running(pidfd, pid); waited += 20) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
