@@ -55,17 +55,21 @@ test('a kernel writes its history and connection file into the test\'s home; Deb
   }
   // IPython's history database, in the test's IPYTHONDIR, holds the run.
   const hist = path.join(HOME, '.ipython/profile_default/history.sqlite');
-  const q = (db) => spawnSync('/usr/bin/python3', ['-c',
-    'import sqlite3, sys; c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=10); '
-    + 'print(c.execute("select count(*) from history where source like ?", ("%" + sys.argv[2] + "%",)).fetchone()[0])', db, marker],
+  // The test's own history is opened read-write: a kernel ended during a
+  // transaction leaves a hot journal, which only a writer may roll back (a
+  // read-only open then fails: "attempt to write a readonly database", seen
+  // in a clean-clone run). The user's is only ever read.
+  const q = (db, mode) => spawnSync('/usr/bin/python3', ['-c',
+    'import sqlite3, sys; c = sqlite3.connect("file:" + sys.argv[1] + "?mode=" + sys.argv[3], uri=True, timeout=10); '
+    + 'print(c.execute("select count(*) from history where source like ?", ("%" + sys.argv[2] + "%",)).fetchone()[0])', db, marker, mode],
   { encoding: 'utf8' });
-  const mine = q(hist);
+  const mine = q(hist, 'rw');
   assert.equal(mine.status, 0, mine.stderr);
   assert.equal(mine.stdout.trim(), '1', 'the run is in the test\'s own history');
   // ... and not in the user's (read only, if there is one).
   const real = path.join(userInfo().homedir, '.ipython/profile_default/history.sqlite');
   if (existsSync(real)) {
-    const theirs = q(real);
+    const theirs = q(real, 'ro');
     if (theirs.status === 0) assert.equal(theirs.stdout.trim(), '0', 'the user\'s history is untouched');
   }
   const k = spawnSync(RAT, ['kernels'], { encoding: 'utf8' });
