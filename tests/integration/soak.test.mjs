@@ -11,17 +11,24 @@
 // the sequence of actions repeatable (the timing never is).
 //
 // RAT_SOAK_SECONDS sets the load's duration (default 45: the short version
-// ctest runs); `scripts/soak` runs the long one (30 min). RAT_SOAK_SEED
-// changes the seed.
+// ctest runs); `scripts/soak` runs the long one (60 min). RAT_SOAK_SEED
+// changes the seed. RAT_SOAK_FAULTS=1 (scripts/soak's default) adds the
+// faults of issue 44: kernels killed with SIGKILL mid-run, and a fifth
+// worker on a Jupyter Server kernel (--gateway, through a TCP proxy) whose
+// connections are cut and whose server is killed and started again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { connect, connectHttp, startHttp, call, alive, ms, WRAPPED } from './lib.mjs';
+import { startJupyterServer } from './jupyter_server.mjs';
+import net from 'node:net';
 
 const SECONDS = Number(process.env.RAT_SOAK_SECONDS || 45);
 const SEED = Number(process.env.RAT_SOAK_SEED || 19);
 const BOUND_MS = ms(20_000); // beyond a call's own wait: cancel (5 s), a restart's boot, a loaded machine
 const HTTP_WORKERS = 3;
+const FAULTS = process.env.RAT_SOAK_FAULTS === '1';
+const GW_TOKEN = 'soak-gateway-token';
 
 // mulberry32: a small seeded PRNG, one per worker.
 function prng(seed) {
@@ -56,8 +63,16 @@ function procStats(pid) {
   return { rss, fds };
 }
 
-/** Every failed invariant, with enough context to understand it. */
+/**
+ * Every failed invariant, with enough context to understand it; each is
+ * also printed when it happens (a long soak is watched as it runs).
+ */
 const problems = [];
+const problemsPush = problems.push.bind(problems);
+problems.push = (...xs) => {
+  for (const x of xs) console.error(`soak problem at ${new Date().toISOString()}: ${x}`);
+  return problemsPush(...xs);
+};
 const counts = {};
 
 /**
@@ -91,7 +106,16 @@ async function worker(name, h, rand, deadline, kernels, extra = {}) {
   const actions = [
     async function output() {
       const n = 1 + Math.floor(rand() * 30);
-      await runCode(`import time\nfor i in range(${n}):\n    print('${name}', i, flush=True)\n    time.sleep(${(rand() * 0.02).toFixed(3)})\nv_${name} = ${n}`, pick([0, 0.2, 1, 5]));
+      const r = await runCode(`import time\nfor i in range(${n}):\n    print('${name}', i, flush=True)\n    time.sleep(${(rand() * 0.02).toFixed(3)})\nv_${name} = ${n}`, pick([0, 0.2, 1, 5]));
+      // A true result: a run that says it finished (✓) printed every line,
+      // in order, once.
+      if (/^✓ /m.test(r.text)) {
+        // (after rat-py's own notices, "[kernel died ...]" say)
+        const body = r.text.replace(/^(\[[^\n]*\]\n)+/, '');
+        const want = Array.from({ length: n }, (_, i) => `${name} ${i}\n`).join('');
+        if (!body.startsWith(want) || body.split(`${name} 0\n`).length !== 2)
+          problems.push(`${name} output: finished, but not the ${n} lines printed: ${JSON.stringify(r.text.slice(0, 600))}`);
+      }
     },
     async function error() { await runCode('1/0', 5); },
     async function lookOverview() { await timed('look', {}, 0); },
@@ -139,6 +163,17 @@ async function worker(name, h, rand, deadline, kernels, extra = {}) {
     async function restart() {
       if (rand() < 0.3) await timed('ctl', { op: 'restart' }, 0);
     },
+    ...(FAULTS && !extra.gateway ? [async function killKernel() {
+      // The kernel dies under the user's feet (the OOM killer, say): every
+      // call still gets a true answer, and the next run a new kernel.
+      if (rand() >= 0.3) return;
+      const s = await timed('ctl', { op: 'status' }, 0);
+      const m = /pid (\d+)/.exec(s.text);
+      if (!m) return;
+      if (rand() < 0.5) await timed('run', { code: 'import time; time.sleep(2)', wait: 0 }, 0);
+      await sleep(Math.floor(rand() * 300));
+      try { process.kill(Number(m[1]), 'SIGKILL'); counts.kill = (counts.kill || 0) + 1; } catch { /* gone meanwhile */ }
+    }] : []),
     ...(extra.actions ?? []),
   ];
   while (Date.now() < deadline) {
@@ -172,11 +207,54 @@ async function drained(h, what, stderrOf) {
   }
 }
 
+/** A TCP proxy in front of port: cut() drops every connection through it. */
+async function proxy(port) {
+  const socks = new Set();
+  const srv = net.createServer((c) => {
+    const u = net.connect(port, '127.0.0.1');
+    socks.add(c); socks.add(u);
+    c.pipe(u); u.pipe(c);
+    const end = () => { c.destroy(); u.destroy(); socks.delete(c); socks.delete(u); };
+    c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    cut() { for (const s of socks) s.destroy(); socks.clear(); },
+    close() { this.cut(); srv.close(); },
+  };
+}
+
+/**
+ * The gateway worker: a stdio rat-py on a Jupyter Server kernel through a
+ * proxy, and its fault: the connections cut (the kernel lives on, rat-py
+ * reconnects) or the server killed and started again on the same port (the
+ * kernel is gone: the next run gets a new one).
+ */
+async function gatewayWorker(rand) {
+  const server = await startJupyterServer({ token: GW_TOKEN, kind: 'server' });
+  const p = await proxy(server.port);
+  const h = await connect({ args: ['--gateway', p.url], env: { JUPYTER_GATEWAY_AUTH_TOKEN: GW_TOKEN } });
+  await call(h, 'run', { code: 'import math; d = {"k": [1, 2]}' });
+  return {
+    h,
+    async drop() {
+      if (rand() >= 0.3) return;
+      if (rand() < 0.5) { p.cut(); counts.cut = (counts.cut || 0) + 1; return; }
+      await server.restart();
+      counts.gatewayRestart = (counts.gatewayRestart || 0) + 1;
+    },
+    async stop() { p.close(); await server.stop(); },
+  };
+}
+
 test(`soak: ${SECONDS} s of mixed load over HTTP (${HTTP_WORKERS} sessions and disconnecting clients) and stdio`, { timeout: (SECONDS + 120) * 1000 * (WRAPPED ? 10 : 1) }, async () => {
   const srv = await startHttp();
   const stdio = await connect();
   const kernels = new Set();
   const clients = [];
+  const gw = FAULTS ? await gatewayWorker(prng(SEED + 100)) : null;
+  if (gw) clients.push(gw.h);
   try {
     const deadline = Date.now() + SECONDS * 1000;
     const http = [];
@@ -202,17 +280,21 @@ test(`soak: ${SECONDS} s of mixed load over HTTP (${HTTP_WORKERS} sessions and d
     const sampler = setInterval(() => children([pids.http, pids.stdio], kernels), 250);
     const jobs = [worker('stdio', stdio, prng(SEED), deadline, kernels)];
     http.forEach((h, i) => jobs.push(worker(`http${i}`, h, prng(SEED + 1 + i), deadline, kernels, i === 0 ? { actions: [disconnect] } : {})));
+    if (gw) {
+      pids.gateway = gw.h.pid();
+      jobs.push(worker('gateway', gw.h, prng(SEED + 1 + HTTP_WORKERS), deadline, kernels, { gateway: true, actions: [gw.drop] }));
+    }
     // Baseline a quarter in (sessions, buffers and caches have grown to
     // their working size), then sample until the end.
     await sleep(Math.min(SECONDS * 250, 60_000));
-    const base = { http: procStats(pids.http), stdio: procStats(pids.stdio) };
+    const base = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procStats(pid)]));
     await Promise.all(jobs);
     clearInterval(sampler);
     children([pids.http, pids.stdio], kernels);
     assert.deepEqual(problems, [], `invariants broken:\n${problems.join('\n')}`);
 
     // The queue drains, and a final run works, on both.
-    for (const [what, h, stderrOf] of [['stdio', stdio, stdio.stderr], ['http', http[1], srv.stderr]]) {
+    for (const [what, h, stderrOf] of [['stdio', stdio, stdio.stderr], ['http', http[1], srv.stderr], ...(gw ? [['gateway', gw.h, gw.h.stderr]] : [])]) {
       await drained(h, what, stderrOf);
       const r = await call(h, 'run', { code: 'print("final")', wait: 10 });
       assert.match(r.text, /^final\n(.*\n)*\n✓ /, `${what}: the final run: ${r.text}`);
@@ -220,10 +302,10 @@ test(`soak: ${SECONDS} s of mixed load over HTTP (${HTTP_WORKERS} sessions and d
       const m = /pid (\d+)/.exec(s.text);
       if (m) kernels.add(Number(m[1]));
     }
-    const end = { http: procStats(pids.http), stdio: procStats(pids.stdio) };
+    const end = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procStats(pid)]));
     console.log(`soak: ${SECONDS} s, seed ${SEED}; calls ${JSON.stringify(counts)}; kernels ${kernels.size}; ` +
                 `rss kB ${JSON.stringify(base)} -> ${JSON.stringify(end)}`);
-    for (const k of ['http', 'stdio']) {
+    for (const k of Object.keys(pids)) {
       // Under valgrind /proc shows valgrind's memory, and ASan keeps freed
       // memory in its quarantine (up to 256 MB): RSS says nothing there.
       if (!WRAPPED && !process.env.RAT_PY_SANITIZED)
@@ -234,6 +316,7 @@ test(`soak: ${SECONDS} s of mixed load over HTTP (${HTTP_WORKERS} sessions and d
     for (const c of clients) await c.close();
     await stdio.close();
     await srv.stop();
+    await gw?.stop();
   }
   // No kernel left behind.
   const t0 = Date.now();
