@@ -6,7 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static int check_passed, check_failed, check_case_failed;
+/* The counters are the test program's: its main file defines them; a helper
+ * source that several tests share (runtime_fake.c, ...) defines CHECK_HELPER
+ * before it includes this header, so its checks count in the same totals. */
+extern int check_passed, check_failed, check_case_failed;
+#ifndef CHECK_HELPER
+int check_passed, check_failed, check_case_failed;
+#endif
 
 #define CHECK(cond)                                                                  \
     do {                                                                             \

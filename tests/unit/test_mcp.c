@@ -1,5 +1,6 @@
 /* Unit tests: JSON-RPC classification and the MCP session's dispatch, with
- * a transport that records what would be sent. */
+ * a transport that records what would be sent (mcp_sink.h). Tasks are
+ * test_mcp_tasks.c's, the roots' URIs and pick test_mcp_roots.c's. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,53 +12,10 @@
 #include "jsonrpc.h"
 #include "jsontok.h"
 #include "mcp.h"
-#include "mcp_roots.h"
+#include "mcp_sink.h"
 #include "mem.h"
 #include "schema.h"
 #include "utf8.h"
-
-typedef struct {
-    char *msgs[64];
-    int n;
-    bool final[64];
-    mcp_msg_kind_t kind[64];
-} s_sink_t;
-
-static void s_send(void *transport, void *origin, const char *json, size_t len, mcp_msg_kind_t kind)
-{
-    s_sink_t *s = transport;
-    if (s->n < 64) {
-        s->final[s->n] = kind == MCP_MSG_RESPONSE;
-        s->kind[s->n] = kind;
-        s->msgs[s->n++] = xstrndup(json, len);
-    }
-}
-
-static void s_sink_clear(s_sink_t *s)
-{
-    for (int i = 0; i < s->n; i++)
-        free(s->msgs[i]);
-    s->n = 0;
-}
-
-/* The error code of the last message, or 0. */
-static int s_last_code(s_sink_t *s)
-{
-    if (!s->n)
-        return 0;
-    json_object *o = json_tokener_parse(s->msgs[s->n - 1]);
-    json_object *e = NULL, *c = NULL;
-    int code = 0;
-    if (o && json_object_object_get_ex(o, "error", &e) && json_object_object_get_ex(e, "code", &c))
-        code = json_object_get_int(c);
-    json_object_put(o);
-    return code;
-}
-
-static void s_feed(mcp_session_t *s, const char *line)
-{
-    mcp_session_handle(s, line, strlen(line), NULL);
-}
 
 /* A request json-c cannot finish, then one that must read as "ping". */
 static void s_bad_then_ping(const char *bad, const char *good)
@@ -184,7 +142,7 @@ static void s_echo_tool(mcp_call_t *call, json_object *args, void *ud)
 
 static void test_session_lifecycle(void)
 {
-    s_sink_t sink = {0};
+    mcpsink_t sink = {0};
     mcp_server_t *srv = mcp_server_new("t", "1.0", "use it");
     mcp_tool_t t = {
         .name = "echo", .description = "Echoes its arguments.",
@@ -193,62 +151,62 @@ static void test_session_lifecycle(void)
         .fn = s_echo_tool,
     };
     mcp_server_add_tool(srv, &t);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    mcp_session_t *s = mcp_session_new(srv, mcpsink_send, &sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_REQUEST);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_REQUEST);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","
               "\"capabilities\":{\"elicitation\":{}}}}");
-    CHECK_EQ_INT(s_last_code(&sink), 0);
+    CHECK_EQ_INT(mcpsink_last_code(&sink), 0);
     CHECK(strstr(sink.msgs[sink.n - 1], "\"protocolVersion\":\"2025-06-18\"") != NULL);
     CHECK(strstr(sink.msgs[sink.n - 1], "\"instructions\":\"use it\"") != NULL);
     CHECK(mcp_session_client_has(s, "elicitation"));
     CHECK(!mcp_session_client_has(s, "sampling"));
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\",\"n\":null}}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\",\"n\":null}}}");
     CHECK_EQ_INT(s_tool_calls, 1);
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "{\\\"a\\\":\\\"x\\\",\\\"n\\\":3}") != NULL);
     CHECK(sink.final[0] && sink.kind[0] == MCP_MSG_RESPONSE);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":1}}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":1}}}");
     CHECK_EQ_INT(s_tool_calls, 1);
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"isError\":true") != NULL);
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "must be a string") != NULL);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\",\"zz\":1}}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\",\"zz\":1}}}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "unknown argument 'zz'") != NULL);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"missing\"}}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"missing\"}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
     CHECK(strstr(sink.msgs[sink.n - 1], "missing required argument 'a'") != NULL);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"error\"}}");
-    CHECK_EQ_INT(s_last_code(&sink), 0);
-    s_sink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"error\"}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), 0);
+    mcpsink_clear(&sink);
     mcp_session_log(s, MCP_LOG_WARNING, "x", "filtered");
     CHECK_EQ_INT(sink.n, 0);
     mcp_session_log(s, MCP_LOG_ERROR, "x", "shown");
     CHECK_EQ_INT(sink.n, 1);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
     /* A NUL inside a name names nothing of ours (as a C string "ping\0x"
      * would equal "ping"), and handlers never get strings cut at a NUL. */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\\u0000x\"}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\\u0000\",\"arguments\":{\"a\":\"x\"}}}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\\u0000y\"}}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\\u0000x\"}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\\u0000\",\"arguments\":{\"a\":\"x\"}}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"a\":\"x\\u0000y\"}}}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "must not contain NUL characters") != NULL);
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"isError\":true") != NULL);
     CHECK_EQ_INT(s_tool_calls, 1);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
     /* Every message is valid UTF-8, even when a name is cut inside a
      * character ("Unknown tool: %.100s"): the cut becomes U+FFFD. */
     char line[400], name[128];
@@ -256,20 +214,20 @@ static void test_session_lifecycle(void)
     strcpy(name + 99, "\xc3\xa9"); /* byte 100 of the name is inside this character */
     snprintf(line, sizeof line,
              "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"}}", name);
-    s_feed(s, line);
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    mcpsink_feed(s, line);
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_PARAMS);
     CHECK(sink.n == 1 && utf8_valid_prefix(sink.msgs[0], strlen(sink.msgs[0])) == strlen(sink.msgs[0]));
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "xx\xef\xbf\xbd\"") != NULL);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
     CHECK_EQ_INT(sink.n, 0);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}");
     CHECK_EQ_INT(sink.n, 0);
 
     mcp_session_destroy(&s);
     mcp_server_destroy(&srv);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 }
 
 static mcp_call_t *s_held;
@@ -288,14 +246,14 @@ static void s_on_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
 
 static void test_cancellation_and_progress(void)
 {
-    s_sink_t sink = {0};
+    mcpsink_t sink = {0};
     mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
     mcp_tool_t t = {.name = "hold", .description = "Holds the call.", .input_schema = "{\"type\":\"object\"}", .fn = s_hold_tool};
     mcp_server_add_tool(srv, &t);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"hold\",\"_meta\":{\"progressToken\":\"tok\"}}}");
+    mcp_session_t *s = mcp_session_new(srv, mcpsink_send, &sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"hold\",\"_meta\":{\"progressToken\":\"tok\"}}}");
     CHECK(s_held != NULL);
     CHECK(s_held && mcp_call_wants_progress(s_held));
     mcp_call_progress(s_held, 5, -1, NULL);
@@ -306,22 +264,22 @@ static void test_cancellation_and_progress(void)
     /* the transports drop notifications under back-pressure by this kind */
     CHECK(sink.kind[0] == MCP_MSG_NOTIFICATION && sink.kind[1] == MCP_MSG_NOTIFICATION);
     mcp_call_on_cancel(s_held, s_on_cancel, NULL);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
     /* the same id again while in flight is refused */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"hold\"}}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_REQUEST);
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c1\"}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\",\"params\":{\"name\":\"hold\"}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_REQUEST);
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c1\"}}");
     CHECK_EQ_INT(s_cancels, 1);
     CHECK_EQ_INT(sink.n, 0);
     CHECK_EQ_INT(mcp_session_calls(s), 0);
     /* a call still in flight when the session ends is cancelled as gone */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"hold\"}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"hold\"}}");
     mcp_call_on_cancel(s_held, s_on_cancel, NULL);
     mcp_session_destroy(&s);
     CHECK_EQ_INT(s_cancels, 2);
     mcp_server_destroy(&srv);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 }
 
 static void test_schema_defaults_and_enum(void)
@@ -384,12 +342,12 @@ static void s_ask_tool(mcp_call_t *call, json_object *args, void *ud)
 
 static void test_malformed_replies_become_errors(void)
 {
-    s_sink_t sink = {0};
+    mcpsink_t sink = {0};
     mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
     mcp_tool_t t = {.name = "ask", .description = "Asks the client.", .input_schema = "{\"type\":\"object\"}", .fn = s_ask_tool};
     mcp_server_add_tool(srv, &t);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    mcp_session_t *s = mcp_session_new(srv, mcpsink_send, &sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
     static const struct {
         const char *reply; /* %d: the request id */
         const char *seen;
@@ -405,12 +363,12 @@ static void test_malformed_replies_become_errors(void)
         char line[256];
         snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"}}",
                  100 + (int)i);
-        s_feed(s, line);
+        mcpsink_feed(s, line);
         CHECK(sink.n > 0 && sink.kind[sink.n - 1] == MCP_MSG_REQUEST); /* never dropped */
         snprintf(line, sizeof line, cases[i].reply, (int)i + 1);
         int before = s_replies;
         s_reply_seen[0] = '\0';
-        s_feed(s, line);
+        mcpsink_feed(s, line);
         CHECK_EQ_INT(s_replies, before + 1);
         CHECK(strstr(s_reply_seen, cases[i].seen) != NULL);
         mcp_call_text(s_held, "done", false);
@@ -421,7 +379,7 @@ static void test_malformed_replies_become_errors(void)
      * the call goes on; the idle hook runs when the last call ends. */
     s_idle = 0;
     mcp_session_on_idle(s, s_on_idle_count, NULL);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":200,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":200,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"}}");
     CHECK(mcp_session_can_request(s));
     int before = s_replies;
     mcp_session_input_closed(s);
@@ -435,7 +393,7 @@ static void test_malformed_replies_become_errors(void)
     CHECK_EQ_INT(s_abandoned, 0);
     mcp_session_destroy(&s);
     mcp_server_destroy(&srv);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 }
 
 /* resources/list pages by 100 with a decimal offset cursor; anything else is
@@ -460,36 +418,36 @@ static bool s_read_none(mcp_call_t *call, const char *uri, void *ud)
 
 static void test_resource_cursor(void)
 {
-    s_sink_t sink = {0};
+    mcpsink_t sink = {0};
     mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
     mcp_server_set_resource_provider(srv, s_list_150, s_read_none, NULL);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
-    s_sink_clear(&sink);
+    mcp_session_t *s = mcp_session_new(srv, mcpsink_send, &sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    mcpsink_clear(&sink);
     static const char *bad[] = {"-1", "-100", " 100", "+100", "1e2", "0x10", "", "100 ", "18446744073709551615",
                                 "9999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char line[256];
         snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\",\"params\":{\"cursor\":\"%s\"}}",
                  bad[i]);
-        s_feed(s, line);
-        CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
-        s_sink_clear(&sink);
+        mcpsink_feed(s, line);
+        CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_PARAMS);
+        mcpsink_clear(&sink);
     }
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\",\"params\":{\"cursor\":5}}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/list\"}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\",\"params\":{\"cursor\":5}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/list\"}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"nextCursor\":\"100\"") && strstr(sink.msgs[0], "x://99\"") &&
           !strstr(sink.msgs[0], "x://100\""));
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/list\",\"params\":{\"cursor\":\"100\"}}");
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/list\",\"params\":{\"cursor\":\"100\"}}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "x://149\"") && !strstr(sink.msgs[0], "x://99\"") &&
           !strstr(sink.msgs[0], "nextCursor"));
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/list\",\"params\":{\"cursor\":\"999999999\"}}");
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/list\",\"params\":{\"cursor\":\"999999999\"}}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resources\":[]") && !strstr(sink.msgs[0], "nextCursor"));
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
     mcp_session_destroy(&s);
     mcp_server_destroy(&srv);
 }
@@ -498,12 +456,12 @@ static void test_resource_cursor(void)
  * (a session used to keep 256 URIs of any length, each up to a request). */
 static void test_subscription_bounds(void)
 {
-    s_sink_t sink = {0};
+    mcpsink_t sink = {0};
     mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
     mcp_server_enable_subscriptions(srv);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
-    s_sink_clear(&sink);
+    mcp_session_t *s = mcp_session_new(srv, mcpsink_send, &sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+    mcpsink_clear(&sink);
     buf_t line;
     buf_init(&line, 0);
     for (size_t len = 2040; len <= 2056; len += 8) {
@@ -512,33 +470,33 @@ static void test_subscription_bounds(void)
         for (size_t i = 4; i < len; i++)
             buf_putc(&line, 'a');
         buf_puts(&line, "\"}}");
-        s_feed(s, line.data);
-        CHECK_EQ_INT(s_last_code(&sink), len <= 2048 ? 0 : JSONRPC_INVALID_PARAMS);
+        mcpsink_feed(s, line.data);
+        CHECK_EQ_INT(mcpsink_last_code(&sink), len <= 2048 ? 0 : JSONRPC_INVALID_PARAMS);
         if (len > 2048)
             CHECK(sink.n == 1 && strstr(sink.msgs[0], "longer than 2048 bytes"));
-        s_sink_clear(&sink);
+        mcpsink_clear(&sink);
     }
     /* 2040 and 2048 taken: 62 more, then refused with the bound named. */
     int refused_at = -1;
     for (int i = 0; i < 70 && refused_at < 0; i++) {
         char req[160];
         snprintf(req, sizeof req, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://%d\"}}", i);
-        s_feed(s, req);
-        if (s_last_code(&sink) == JSONRPC_INVALID_PARAMS) {
+        mcpsink_feed(s, req);
+        if (mcpsink_last_code(&sink) == JSONRPC_INVALID_PARAMS) {
             refused_at = i;
             CHECK(strstr(sink.msgs[0], "at most 64") != NULL);
         }
-        s_sink_clear(&sink);
+        mcpsink_clear(&sink);
     }
     CHECK_EQ_INT(refused_at, 62);
     /* Subscribing again to one held is no new entry; unsubscribing frees one. */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://7\"}}");
-    CHECK_EQ_INT(s_last_code(&sink), 0);
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/unsubscribe\",\"params\":{\"uri\":\"x://7\"}}");
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://new\"}}");
-    CHECK_EQ_INT(s_last_code(&sink), 0);
-    s_sink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://7\"}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), 0);
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/unsubscribe\",\"params\":{\"uri\":\"x://7\"}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/subscribe\",\"params\":{\"uri\":\"x://new\"}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), 0);
+    mcpsink_clear(&sink);
     buf_free(&line);
     mcp_session_destroy(&s);
     mcp_server_destroy(&srv);
@@ -559,382 +517,63 @@ static void s_log_tool(mcp_call_t *call, json_object *args, void *ud)
  * legacy initialize afterwards is served as before. */
 static void test_modern_requests(void)
 {
-    s_sink_t sink = {0};
+    mcpsink_t sink = {0};
     mcp_server_t *srv = mcp_server_new("t", "1.0", "use it");
     mcp_tool_t t = {.name = "logs", .description = "Logs.", .input_schema = "{\"type\":\"object\"}", .fn = s_log_tool};
     mcp_server_add_tool(srv, &t);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    mcp_session_t *s = mcp_session_new(srv, mcpsink_send, &sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" MODERN_META("") "}}}");
-    CHECK_EQ_INT(s_last_code(&sink), 0);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" MODERN_META("") "}}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), 0);
     CHECK(strstr(sink.msgs[0], "\"supportedVersions\":[\"2026-07-28\"]") != NULL);
     CHECK(strstr(sink.msgs[0], "\"resultType\":\"complete\"") != NULL);
     CHECK(strstr(sink.msgs[0], "\"ttlMs\":0") != NULL && strstr(sink.msgs[0], "\"cacheScope\":\"private\"") != NULL);
     CHECK(strstr(sink.msgs[0], "\"io.modelcontextprotocol/serverInfo\":{\"name\":\"t\",\"version\":\"1.0\"}") != NULL);
     CHECK(!mcp_session_initialized(s));
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
     /* _meta without clientCapabilities: -32602; another version: -32022 naming ours. */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"_meta\":"
               "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_INVALID_PARAMS);
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_INVALID_PARAMS);
     CHECK_EQ_INT(mcp_session_take_reject(s), MCP_REJECT_BAD_REQUEST);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":"
               "{\"io.modelcontextprotocol/protocolVersion\":\"1999-01-01\","
               "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
-    CHECK_EQ_INT(s_last_code(&sink), MCP_ERR_UNSUPPORTED_VERSION);
+    CHECK_EQ_INT(mcpsink_last_code(&sink), MCP_ERR_UNSUPPORTED_VERSION);
     CHECK(strstr(sink.msgs[sink.n - 1], "\"data\":{\"supported\":[\"2026-07-28\"],\"requested\":\"1999-01-01\"}") != NULL);
     /* Removed methods: Method not found. */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{" MODERN_META("") "}}}");
-    CHECK_EQ_INT(s_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{" MODERN_META("") "}}}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), JSONRPC_METHOD_NOT_FOUND);
     CHECK_EQ_INT(mcp_session_take_reject(s), MCP_REJECT_NOT_FOUND);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{" MODERN_META("") "}}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{" MODERN_META("") "}}}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\"") != NULL);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
     /* No logLevel: no logs; warning: only warning and above. Capabilities per request. */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"logs\"," MODERN_META("") "}}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"logs\"," MODERN_META("") "}}}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"no sampling\"") && strstr(sink.msgs[0], "\"resultType\":\"complete\""));
     CHECK(strstr(sink.msgs[0], "ttlMs") == NULL);
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"logs\","
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"logs\","
               "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/logLevel\":"
               "\"warning\",\"io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{}}}}}");
     CHECK_EQ_INT(sink.n, 2);
     CHECK(sink.n == 2 && strstr(sink.msgs[0], "\"warn\"") && strstr(sink.msgs[1], "\"sampling\""));
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
 
     /* Legacy afterwards: initialize, then results exactly as before. */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
               "\"capabilities\":{}}}");
-    CHECK_EQ_INT(s_last_code(&sink), 0);
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}");
+    CHECK_EQ_INT(mcpsink_last_code(&sink), 0);
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}");
     CHECK(sink.n == 1 && strstr(sink.msgs[0], "resultType") == NULL && strstr(sink.msgs[0], "ttlMs") == NULL);
-    s_sink_clear(&sink);
+    mcpsink_clear(&sink);
     mcp_session_destroy(&s);
     mcp_server_destroy(&srv);
 }
-
-static mcp_call_t *s_held;
-static int s_held_cancels;
-
-static void s_held_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
-{
-    s_held_cancels++;
-    s_held = NULL;
-}
-
-/* Becomes a task at once and keeps running (like a run past its wait). */
-static void s_task_tool(mcp_call_t *call, json_object *args, void *ud)
-{
-    CHECK(mcp_call_become_task(call));
-    CHECK(mcp_call_is_task(call));
-    s_held = call;
-    mcp_call_on_cancel(call, s_held_cancel, NULL);
-}
-
-#define TASK_META "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
-                  "\"io.modelcontextprotocol/clientCapabilities\":{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}"
-
-/* A call that became a task answered its request: the client may reuse the
- * id (a new request is served, notifications/cancelled for it does not reach
- * the task), and the task's result is what tasks/get inlines. */
-static void test_task_from_call(void)
-{
-    s_sink_t sink = {0};
-    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
-    mcp_tool_t t = {.name = "long", .description = "Long.", .input_schema = "{\"type\":\"object\"}",
-                    .task_support = MCP_TASK_OPTIONAL, .task_self = true, .fn = s_task_tool};
-    mcp_server_add_tool(srv, &t);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"long\"," TASK_META "}}");
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resultType\":\"task\"") && strstr(sink.msgs[0], "\"id\":7"));
-    json_object *o = json_tokener_parse(sink.msgs[0]), *r = NULL, *tid = NULL;
-    json_object_object_get_ex(o, "result", &r);
-    json_object_object_get_ex(r, "taskId", &tid);
-    char *get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"," TASK_META "}}",
-                          tid ? json_object_get_string(tid) : "");
-    json_object_put(o);
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7}}");
-    CHECK_EQ_INT(s_held_cancels, 0);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{" TASK_META "}}");
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"tools\"") != NULL);
-    CHECK(strstr(sink.msgs[0], "\"execution\":{\"taskSupport\":\"optional\"}") != NULL);
-    s_sink_clear(&sink);
-    s_feed(s, get);
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"working\""));
-    s_sink_clear(&sink);
-    CHECK(s_held != NULL);
-    if (s_held) {
-        mcp_call_on_cancel(s_held, NULL, NULL);
-        mcp_call_text(s_held, "finished", false);
-        s_held = NULL;
-    }
-    CHECK_EQ_INT(sink.n, 0); /* nothing on the wire: it goes to the task */
-    s_feed(s, get);
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"completed\"") && strstr(sink.msgs[0], "\"finished\""));
-    s_sink_clear(&sink);
-    free(get);
-    mcp_session_destroy(&s);
-    mcp_server_destroy(&srv);
-}
-
-/* ---- task lifetimes and bounds, on a clock the tests move ---- */
-
-static int64_t s_clock_ms = 1700000000000;
-static int64_t s_test_clock(void)
-{
-    return s_clock_ms;
-}
-
-#define KEPT_MAX 8
-static mcp_call_t *s_kept[KEPT_MAX]; /* the rounds running now, by creation order */
-static int s_nkept, s_kept_gone, s_kept_client;
-
-static void s_kept_cancel(mcp_call_t *call, mcp_cancel_reason_t reason, void *ud)
-{
-    s_kept[(intptr_t)ud] = NULL;
-    if (reason == MCP_CANCEL_GONE)
-        s_kept_gone++;
-    else
-        s_kept_client++;
-}
-
-/* Becomes a task at once and keeps running until the test finishes it. */
-static void s_keep_tool(mcp_call_t *call, json_object *args, void *ud)
-{
-    if (!mcp_call_become_task(call)) {
-        mcp_call_text(call, "refused", true); /* answered already: goes nowhere */
-        return;
-    }
-    if (s_nkept < KEPT_MAX) {
-        s_kept[s_nkept] = call;
-        mcp_call_on_cancel(call, s_kept_cancel, (void *)(intptr_t)s_nkept);
-        s_nkept++;
-    }
-}
-
-static void s_kept_finish(int i, const char *text)
-{
-    CHECK(s_kept[i] != NULL);
-    if (!s_kept[i])
-        return;
-    mcp_call_on_cancel(s_kept[i], NULL, NULL);
-    mcp_call_text(s_kept[i], text, false);
-    s_kept[i] = NULL;
-}
-
-static mcp_server_t *s_task_server(void)
-{
-    memset(s_kept, 0, sizeof s_kept);
-    s_nkept = s_kept_gone = s_kept_client = 0;
-    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
-    mcp_tool_t t = {.name = "long", .description = "Long.", .input_schema = "{\"type\":\"object\"}",
-                    .task_support = MCP_TASK_OPTIONAL, .task_self = true, .fn = s_keep_tool};
-    mcp_server_add_tool(srv, &t);
-    mcp_server_set_task_limits(srv, 256, 32u << 20, s_test_clock);
-    return srv;
-}
-
-/* Sends a tools/call of "long" and returns the new taskId (malloc'd), or
- * NULL with the answer left in the sink. */
-static char *s_new_task(mcp_session_t *s, s_sink_t *sink)
-{
-    s_sink_clear(sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"long\"," TASK_META "}}");
-    if (sink->n != 1 || !strstr(sink->msgs[0], "\"resultType\":\"task\""))
-        return NULL;
-    json_object *o = json_tokener_parse(sink->msgs[0]), *r = NULL, *tid = NULL;
-    json_object_object_get_ex(o, "result", &r);
-    json_object_object_get_ex(r, "taskId", &tid);
-    char *id = xstrdup(json_object_get_string(tid));
-    json_object_put(o);
-    s_sink_clear(sink);
-    return id;
-}
-
-/* tasks/get of id: the answer is the sink's only message. */
-static void s_task_get(mcp_session_t *s, s_sink_t *sink, const char *id)
-{
-    s_sink_clear(sink);
-    char *get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"," TASK_META "}}", id);
-    s_feed(s, get);
-    free(get);
-}
-
-#define HOUR_MS 3600000
-
-/* Tasks nobody asks about go an hour after creation (or after the last
- * tasks/get), finished or not: an unfinished one's round is ended as
- * "gone". One still polled stays. */
-static void test_task_expiry(void)
-{
-    s_sink_t sink = {0};
-    mcp_server_t *srv = s_task_server();
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    char *abandoned = s_new_task(s, &sink), *polled = s_new_task(s, &sink), *done = s_new_task(s, &sink);
-    CHECK(abandoned && polled && done);
-    s_kept_finish(2, "finished");
-    s_clock_ms += HOUR_MS / 2;
-    s_task_get(s, &sink, polled);
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"working\""));
-    s_clock_ms += HOUR_MS / 2 + 1000; /* past the hour for all but the polled one */
-    CHECK_EQ_INT(mcp_session_calls(s), 2);
-    s_task_get(s, &sink, abandoned);
-    CHECK_EQ_INT(s_last_code(&sink), -32602);
-    s_task_get(s, &sink, done);
-    CHECK_EQ_INT(s_last_code(&sink), -32602);
-    CHECK_EQ_INT(s_kept_gone, 1);
-    CHECK(s_kept[0] == NULL && s_kept[1] != NULL);
-    CHECK_EQ_INT(mcp_session_calls(s), 1);
-    s_task_get(s, &sink, polled);
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"working\""));
-    s_sink_clear(&sink);
-    free(abandoned);
-    free(polled);
-    free(done);
-    mcp_session_destroy(&s);
-    mcp_server_destroy(&srv);
-}
-
-/* A full table refuses new tasks naming its limit; it evicts nothing
- * younger than its ttlMs, finished or not, and has room again once they
- * expire. */
-static void test_task_table_full(void)
-{
-    s_sink_t sink = {0};
-    mcp_server_t *srv = s_task_server();
-    mcp_server_set_task_limits(srv, 3, 32u << 20, s_test_clock);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    char *ids[3];
-    for (int i = 0; i < 3; i++) {
-        ids[i] = s_new_task(s, &sink);
-        CHECK(ids[i] != NULL);
-    }
-    s_kept_finish(0, "first");
-    s_kept_finish(1, "second");
-    char *more = s_new_task(s, &sink);
-    CHECK(more == NULL);
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "Too many tasks") && strstr(sink.msgs[0], "at most 3"));
-    for (int i = 0; i < 3; i++) {
-        s_task_get(s, &sink, ids[i] ? ids[i] : "");
-        CHECK(sink.n == 1 && strstr(sink.msgs[0], i == 2 ? "\"status\":\"working\"" : "\"status\":\"completed\""));
-    }
-    s_clock_ms += HOUR_MS + 1000;
-    more = s_new_task(s, &sink);
-    CHECK(more != NULL);
-    for (int i = 0; i < 3; i++)
-        free(ids[i]);
-    free(more);
-    s_sink_clear(&sink);
-    mcp_session_destroy(&s);
-    mcp_server_destroy(&srv);
-}
-
-/* Kept results share a byte budget: one that does not fit is not kept, and
- * the task fails saying so. */
-static void test_task_bytes(void)
-{
-    s_sink_t sink = {0};
-    mcp_server_t *srv = s_task_server();
-    mcp_server_set_task_limits(srv, 256, 10000, s_test_clock);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    char *a = s_new_task(s, &sink), *b = s_new_task(s, &sink);
-    CHECK(a && b);
-    char big[6001];
-    memset(big, 'x', 6000);
-    big[6000] = '\0';
-    s_kept_finish(0, big);
-    s_kept_finish(1, big);
-    s_task_get(s, &sink, a ? a : "");
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"completed\"") && strstr(sink.msgs[0], "xxxxxxxxxx"));
-    s_task_get(s, &sink, b ? b : "");
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"failed\"") && strstr(sink.msgs[0], "was not kept") &&
-          strstr(sink.msgs[0], "at most 10000") && !strstr(sink.msgs[0], "xxxxxxxxxx"));
-    s_sink_clear(&sink);
-    free(a);
-    free(b);
-    mcp_session_destroy(&s);
-    mcp_server_destroy(&srv);
-}
-
-/* A tool that asks for input from its first round, like run at input():
- * while s_prompt_waits, a round without the answer asks again; once the
- * prompt went away (answered through another request, cancelled), such a
- * round says so. */
-static bool s_prompt_waits;
-
-static void s_ask_input_tool(mcp_call_t *call, json_object *args, void *ud)
-{
-    json_object *responses = mcp_call_input_responses(call);
-    if (mcp_call_request_state(call) && !s_prompt_waits) {
-        mcp_call_text(call, "the input() this answer was for is no longer waiting", true);
-        return;
-    }
-    if (responses) {
-        mcp_call_text(call, "answered", false);
-        return;
-    }
-    json_object *reqs = json_tokener_parse("{\"input\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Name?\"}}}");
-    mcp_call_input_required(call, reqs, "input:1");
-}
-
-/* A task in input_required whose prompt went away does not keep showing
- * the stale inputRequests: it fails saying why. */
-static void test_task_stale_input(void)
-{
-    s_sink_t sink = {0};
-    mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
-    mcp_tool_t t = {.name = "ask", .description = "Ask.", .input_schema = "{\"type\":\"object\"}",
-                    .task_support = MCP_TASK_OPTIONAL, .fn = s_ask_input_tool};
-    mcp_server_add_tool(srv, &t);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    s_prompt_waits = true;
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"ask\"," TASK_META "}}");
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"resultType\":\"task\""));
-    json_object *o = json_tokener_parse(sink.n ? sink.msgs[0] : "{}"), *r = NULL, *tid = NULL;
-    json_object_object_get_ex(o, "result", &r);
-    json_object_object_get_ex(r, "taskId", &tid);
-    char *id = xstrdup(tid ? json_object_get_string(tid) : "");
-    json_object_put(o);
-    s_task_get(s, &sink, id);
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"input_required\"") && strstr(sink.msgs[0], "Name?"));
-    s_task_get(s, &sink, id); /* still waiting: unchanged */
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"input_required\"") && strstr(sink.msgs[0], "Name?"));
-    CHECK_EQ_INT(mcp_session_calls(s), 0);
-    s_prompt_waits = false; /* answered elsewhere, or cancelled */
-    s_task_get(s, &sink, id);
-    CHECK(sink.n == 1 && strstr(sink.msgs[0], "\"status\":\"failed\"") && strstr(sink.msgs[0], "no longer awaited") &&
-          strstr(sink.msgs[0], "no longer waiting") && !strstr(sink.msgs[0], "inputRequests"));
-    CHECK_EQ_INT(mcp_session_calls(s), 0);
-    s_sink_clear(&sink);
-    free(id);
-    mcp_session_destroy(&s);
-    mcp_server_destroy(&srv);
-}
-
-/* stdio's EOF: no task can be asked about again, so their rounds end (as
- * "gone") and nothing is left in flight to keep the process up. */
-static void test_task_input_closed(void)
-{
-    s_sink_t sink = {0};
-    mcp_server_t *srv = s_task_server();
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
-    char *id = s_new_task(s, &sink);
-    CHECK(id != NULL);
-    CHECK_EQ_INT(mcp_session_calls(s), 1);
-    mcp_session_input_closed(s);
-    CHECK_EQ_INT(s_kept_gone, 1);
-    CHECK_EQ_INT(mcp_session_calls(s), 0);
-    free(id);
-    s_sink_clear(&sink);
-    mcp_session_destroy(&s);
-    mcp_server_destroy(&srv);
-}
-
 
 /* notifications/initialized reaches the server's handlers once, after
  * initialize; other notifications each time; a request tied to no call goes
@@ -970,28 +609,28 @@ static void s_on_roots(void *ud, json_object *result, json_object *error)
 
 static void test_notifications_and_session_requests(void)
 {
-    s_sink_t sink = {0};
+    mcpsink_t sink = {0};
     mcp_server_t *srv = mcp_server_new("t", "1.0", NULL);
     mcp_server_on_notification(srv, "notifications/initialized", s_on_initialized, NULL);
     mcp_server_on_notification(srv, "notifications/roots/list_changed", s_on_roots_changed, NULL);
-    mcp_session_t *s = mcp_session_new(srv, s_send, &sink);
+    mcp_session_t *s = mcp_session_new(srv, mcpsink_send, &sink);
     /* Before initialize: nothing reaches the handlers, nothing can be asked. */
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}");
     CHECK_EQ_INT(s_notified_init, 0);
     CHECK_EQ_INT(s_notified_roots, 0);
     CHECK_EQ_INT(mcp_session_request(s, "roots/list", NULL, s_on_roots, NULL), 0);
     CHECK_EQ_INT(sink.n, 0);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
               "\"capabilities\":{\"roots\":{\"listChanged\":true}}}}");
     CHECK(mcp_session_client_has(s, "roots"));
-    s_sink_clear(&sink);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    mcpsink_clear(&sink);
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
     CHECK_EQ_INT(s_notified_init, 1);
     CHECK(s_notified_session == s);
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\",\"params\":{\"x\":1}}");
-    s_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\\u0000x\"}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\",\"params\":{\"x\":1}}");
+    mcpsink_feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\\u0000x\"}");
     CHECK_EQ_INT(s_notified_roots, 1);
     CHECK_EQ_INT(sink.n, 0);
     long h = mcp_session_request(s, "roots/list", NULL, s_on_roots, NULL);
@@ -1003,133 +642,14 @@ static void test_notifications_and_session_requests(void)
     snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"roots\":[]}}",
              id ? (long long)json_object_get_int64(id) : -1LL);
     json_object_put(req);
-    s_feed(s, line);
+    mcpsink_feed(s, line);
     CHECK_EQ_INT(s_root_answers, 1);
     /* One left unanswered is abandoned when the session ends. */
     CHECK(mcp_session_request(s, "roots/list", NULL, s_on_roots, NULL) > 0);
     mcp_session_destroy(&s);
     CHECK_EQ_INT(s_root_abandoned, 1);
     mcp_server_destroy(&srv);
-    s_sink_clear(&sink);
-}
-
-static void s_path_ok(const char *uri, const char *want)
-{
-    char err[300] = "";
-    char *p = mcp_roots_file_path(uri, strlen(uri), err, sizeof err);
-    CHECK_EQ_STR(p, want);
-    if (!p)
-        fprintf(stderr, "  %s: %s\n", uri, err);
-    free(p);
-}
-
-static void s_path_bad(const char *uri, size_t len, const char *why)
-{
-    char err[300] = "";
-    char *p = mcp_roots_file_path(uri, len, err, sizeof err);
-    CHECK(p == NULL);
-    CHECK(strstr(err, why) != NULL);
-    if (!strstr(err, why))
-        fprintf(stderr, "  %s: got \"%s\", want \"%s\"\n", uri, err, why);
-    free(p);
-}
-
-/* file: URIs are client input: only local, absolute, well-encoded paths. */
-static void test_root_uris(void)
-{
-    s_path_ok("file:///home/me/proj", "/home/me/proj");
-    s_path_ok("FILE://localhost/home/me", "/home/me");
-    s_path_ok("file://LocalHost/x", "/x");
-    s_path_ok("file:/tmp/a", "/tmp/a");
-    s_path_ok("file:///My%20Project/caf%C3%A9", "/My Project/caf\xc3\xa9");
-    s_path_ok("file:///a+b", "/a+b");
-    s_path_bad("https://example.com/x", 21, "not a file: URI");
-    s_path_bad("file://server/share", 19, "names the host 'server'");
-    s_path_bad("file://evil\x01host/x", 17, "names the host 'evil?host'");
-    s_path_bad("file:relative/x", 15, "no absolute path");
-    s_path_bad("file://localhost", 16, "no absolute path");
-    s_path_bad("file:///x?y=1", 13, "query or a fragment");
-    s_path_bad("file:///x#top", 13, "query or a fragment");
-    s_path_bad("file:///x%2", 11, "two hex digits");
-    s_path_bad("file:///x%zz", 12, "two hex digits");
-    s_path_bad("file:///x%00y", 13, "NUL character (%00)");
-    s_path_bad("file:///x\0y", 11, "contains a NUL");
-    s_path_bad("file:///%FF%FE", 14, "not valid UTF-8");
-    s_path_bad("file:///a%0Ab", 13, "control character");
-    /* Long: a URI past the bound, and a path past PATH_MAX. */
-    size_t big = MCP_ROOTS_URI_MAX + 10;
-    char *u = xmalloc(big + 1);
-    memcpy(u, "file:///", 8);
-    memset(u + 8, 'a', big - 8);
-    u[big] = '\0';
-    s_path_bad(u, big, "longer than");
-    s_path_bad(u, PATH_MAX + 20, "longer than");
-    free(u);
-    char *shown = mcp_roots_show("a\nb\x7f\xff", 5);
-    CHECK_EQ_STR(shown, "a?b??");
-    free(shown);
-}
-
-/* The first usable root wins; the ones before it are reported; a result
- * that is not {roots: [...]}, an empty list and a list with nothing usable
- * are errors that say why. */
-static void test_roots_pick(void)
-{
-    char dir[] = "/tmp/rat-roots-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char file[64], cmd[128];
-    snprintf(file, sizeof file, "%s/f", dir);
-    FILE *f = fopen(file, "w");
-    if (f)
-        fclose(f);
-    char text[1024];
-    snprintf(text, sizeof text,
-             "{\"roots\":[{\"uri\":\"https://x.org/\"},7,{\"uri\":\"file://%s\"},{\"uri\":\"file:///nonexistent-rat\"},"
-             "{\"uri\":\"file://%s\",\"name\":\"p\"}]}",
-             file, dir);
-    json_object *res = json_tokener_parse(text);
-    mcp_roots_pick_t p;
-    char err[2048];
-    CHECK_EQ_INT(mcp_roots_pick(res, &p, err, sizeof err), 0);
-    CHECK_EQ_STR(p.dir, dir);
-    CHECK_EQ_INT(p.count, 5);
-    CHECK(p.problems && strstr(p.problems, "https://x.org/ is not a file: URI"));
-    CHECK(p.problems && strstr(p.problems, "root 2 is not an object"));
-    CHECK(p.problems && strstr(p.problems, "/f is not a directory"));
-    CHECK(p.problems && strstr(p.problems, "nonexistent-rat is not a directory here (No such file"));
-    mcp_roots_pick_free(&p);
-    json_object_put(res);
-
-    const char *bad[][2] = {
-        {"{\"roots\":[]}", "shares no roots"},
-        {"{\"roots\":{}}", "no \"roots\" array"},
-        {"[]", "no \"roots\" array"},
-        {"{\"roots\":[{\"uri\":\"file://host/x\"}]}", "none of the client's 1 root is"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        res = json_tokener_parse(bad[i][0]);
-        CHECK_EQ_INT(mcp_roots_pick(res, &p, err, sizeof err), -1);
-        CHECK(strstr(err, bad[i][1]) != NULL);
-        CHECK(p.dir == NULL);
-        mcp_roots_pick_free(&p);
-        json_object_put(res);
-    }
-    /* A huge list: only the first MCP_ROOTS_MAX_CHECKED are read. */
-    json_object *arr = json_object_new_array();
-    for (int i = 0; i < 5000; i++) {
-        json_object *r = json_object_new_object();
-        json_object_object_add(r, "uri", json_object_new_string("file://elsewhere/x"));
-        json_object_array_add(arr, r);
-    }
-    res = json_object_new_object();
-    json_object_object_add(res, "roots", arr);
-    CHECK_EQ_INT(mcp_roots_pick(res, &p, err, sizeof err), -1);
-    CHECK(strstr(err, "5000 roots") != NULL);
-    CHECK(strlen(err) < 2400);
-    mcp_roots_pick_free(&p);
-    json_object_put(res);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    mcpsink_clear(&sink);
 }
 
 int main(void)
@@ -1144,14 +664,6 @@ int main(void)
     RUN_CASE(test_resource_cursor);
     RUN_CASE(test_subscription_bounds);
     RUN_CASE(test_modern_requests);
-    RUN_CASE(test_task_from_call);
-    RUN_CASE(test_task_expiry);
-    RUN_CASE(test_task_table_full);
-    RUN_CASE(test_task_bytes);
-    RUN_CASE(test_task_stale_input);
-    RUN_CASE(test_task_input_closed);
     RUN_CASE(test_notifications_and_session_requests);
-    RUN_CASE(test_root_uris);
-    RUN_CASE(test_roots_pick);
     return check_report("test_mcp");
 }
