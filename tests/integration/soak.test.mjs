@@ -253,8 +253,10 @@ async function gatewayWorker(rand) {
 }
 
 test(`soak: ${SECONDS} s of mixed load over HTTP (${HTTP_WORKERS} sessions and disconnecting clients) and stdio`, { timeout: (SECONDS + 120) * 1000 * (WRAPPED ? 10 : 1) }, async () => {
-  const srv = await startHttp();
-  const stdio = await connect();
+  // The long soak keeps rat-py's info log: a problem carries its end.
+  const logArgs = FAULTS ? ['--log-level', 'info'] : [];
+  const srv = await startHttp(logArgs);
+  const stdio = await connect({ args: logArgs });
   const kernels = new Set();
   const clients = [];
   const gw = FAULTS ? await gatewayWorker(prng(SEED + 100)) : null;
