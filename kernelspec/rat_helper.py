@@ -826,7 +826,9 @@ def _guard_interrupts(ip):
     the run's result, for rat-py's runs) and, around process_one, catches
     the second: the handler the hook saved goes back, dispatch_shell's tail
     (idle, the reply flushed) is done. Nothing else changes; installed once
-    per kernel, taken out with the last rat-py (detach)."""
+    per kernel (a later install replaces it), taken out with the last rat-py
+    (detach)."""
+    _unguard(ip)  # an earlier install's: its wrapper reads that install's _ran
     k = getattr(ip, "kernel", None)
     orig = getattr(k, "process_one", None)
     handlers = getattr(k, "shell_handlers", None)
