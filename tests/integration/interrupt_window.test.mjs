@@ -15,7 +15,7 @@
 // so the cancel lands in the window every time: no timing luck.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, kernelPid, until, ms } from './lib.mjs';
+import { connect, run, ctl, call, kernelPid, until, ms } from './lib.mjs';
 
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 // How long the kernel stays in the window: far longer than rat-py needs to
@@ -85,6 +85,41 @@ test('a cancel whose SIGINT lands after the code, before the execute_reply: the 
     assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
     const after = await run(h, 'get_ipython().kernel._execute_sleep = 0.0005\nprint("v is", v)');
     assert.match(after.text, /^v is 2\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
+// The state of the soak's stall (issue 44): a run sent while the kernel is
+// still in another request's post_handler_hook (here a look's) is cancelled;
+// rat-py signals a run the kernel has not taken after a while (the kernel
+// may be stopped), and the SIGINT lands in that hook. Without the guard the
+// kernel exited, the run meanwhile "sent N s ago, not acknowledged by the
+// kernel", for as long as the exit took (seconds, heartbeat answering,
+// when IPython's history database is busy: doc/kernels.md).
+test('a cancel of a run queued behind a look whose post_handler_hook takes the SIGINT: the kernel lives, both are answered', async () => {
+  const h = await connect();
+  try {
+    await run(h, `import time\n_k = get_ipython().kernel\n_o = type(_k).post_handler_hook
+def _widened(self=_k):
+    p = self.get_parent('shell')
+    if p['header']['msg_type'] == 'execute_request' and p['content'].get('silent') and self.__dict__.pop('_rat_test_armed', False):
+        time.sleep(${WINDOW_S})
+    _o(self)
+_k.post_handler_hook = _widened\ndel _k, _widened`);
+    await run(h, 'get_ipython().kernel._rat_test_armed = True');
+    const pid = await kernelPid(h);
+    const look = call(h, 'look', { at: 'time' }); // a silent execute of the helper's
+    await sleep(200);
+    const running = run(h, "print('next')", { wait: 60 });
+    await sleep(100);
+    const c = await ctl(h, 'cancel');
+    assert.match(c.text, /^(NOT CANCELLED: exec #\d+ ended on its own|CANCELLED)/, c.text);
+    const r = await running;
+    assert.match(r.text, /^next\n(.*\n)*\n✓ |CANCELLED/, r.text);
+    assert.match((await look).text, /^time: module/);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    assert.match((await run(h, 'print("after")')).text, /^after\n(.*\n)*\n✓ /);
   } finally {
     await h.close();
   }
