@@ -64,9 +64,30 @@ def _guard_interrupts(ip):
             except Exception:
                 pass
 
+    # Between requests ipykernel ignores SIGINT (SIG_IGN), and also after a
+    # request's busy status until pre_handler_hook: a cancel of a run sent
+    # before the kernel took it is signalled on that busy, so it landed
+    # there and was lost (the run went on). In place of SIG_IGN, deferred
+    # notes the request the kernel is dispatching; the handler of that same
+    # request is interrupted as it starts. Noted between requests, or after
+    # a request's post_handler_hook, it names a request that is over: no
+    # later request is interrupted by it.
+    noted = [None]
+
+    def deferred(signum, frame):
+        try:
+            noted[0] = k.get_parent("shell")["header"]["msg_id"]
+        except Exception:
+            noted[0] = None
+
     async def execute_request(stream, ident, parent):
         global _ran
         _ran = (None, None, None)
+        mine = parent.get("header", {}).get("msg_id")
+        if mine is not None and noted[0] == mine:
+            noted[0] = None
+            k.log.warning("rat-py: a SIGINT between the request's busy and its handler interrupts it now")
+            raise KeyboardInterrupt  # dispatch_shell: no reply, idle; the code never ran
         try:
             return await execute(stream, ident, parent)
         except KeyboardInterrupt:
@@ -87,9 +108,17 @@ def _guard_interrupts(ip):
 
     process_one._rat_guard = True
     execute_request._rat_guard = True
+    deferred._rat_guard = True
     k.process_one = process_one
     handlers["execute_request"] = execute_request
     k._rat_execute_request = execute
+    # Installed from inside a request's handler: post_handler_hook restores
+    # the disposition pre_handler_hook saved; only ipykernel's own SIG_IGN
+    # is replaced (a handler someone else set stays theirs).
+    if getattr(k, "saved_sigint_handler", None) == _signal.SIG_IGN:
+        k.saved_sigint_handler = deferred
+    elif _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, deferred)
 
 
 def _unguard(ip):
@@ -100,6 +129,10 @@ def _unguard(ip):
     handlers = getattr(k, "shell_handlers", None)
     if isinstance(handlers, dict) and getattr(handlers.get("execute_request"), "_rat_guard", False):
         handlers["execute_request"] = k.__dict__.pop("_rat_execute_request", None) or k.execute_request
+    if getattr(getattr(k, "saved_sigint_handler", None), "_rat_guard", False):
+        k.saved_sigint_handler = _signal.SIG_IGN
+    if getattr(_signal.getsignal(_signal.SIGINT), "_rat_guard", False):
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 
 
 _guard_interrupts(_shell())

@@ -90,6 +90,31 @@ test('a cancel whose SIGINT lands after the code, before the execute_reply: the 
   }
 });
 
+test('a cancel whose SIGINT lands after the busy status, before pre_handler_hook (SIG_IGN there): the run is cancelled, not run', async () => {
+  const h = await connect();
+  try {
+    // should_handle runs between the busy status and pre_handler_hook.
+    await run(h, `v = 1\nimport time\n_k = get_ipython().kernel\n_o = _k.should_handle
+def _widened(*a, _k=_k):
+    if _k.__dict__.pop('_rat_test_armed', False):
+        time.sleep(${WINDOW_S})
+    return _o(*a)
+_k.should_handle = _widened\ndel _k, _widened`);
+    await run(h, 'get_ipython().kernel._rat_test_armed = True');
+    const pid = await kernelPid(h);
+    const running = run(h, "v = 2\nprint('ran')", { wait: 60 });
+    await until(async () => /running exec/.test((await ctl(h, 'status')).text), ms(20000), 'the kernel to take the run');
+    const c = await ctl(h, 'cancel');
+    assert.match(c.text, /^CANCELLED /, c.text);
+    assert.doesNotMatch((await running).text, /ran/);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const after = await run(h, 'print("v is", v)');
+    assert.match(after.text, /^v is 1\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
 // The state of the soak's stall (issue 44): a run sent while the kernel is
 // still in another request's post_handler_hook (here a look's) is cancelled.
 // rat-py signals a run the kernel has not taken after 0.5 s (the kernel may
