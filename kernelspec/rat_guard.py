@@ -25,7 +25,8 @@ def _guard_interrupts(ip):
     The guard answers the first with the reply the kernel lost (built from
     the run's result, for rat-py's runs) and, around process_one, catches
     the second: the handler the hook saved goes back, dispatch_shell's tail
-    (idle, the reply flushed) is done. Nothing else changes; installed once
+    (idle, the reply flushed) is done. A third window, where SIG_IGN drops
+    the signal, is below (deferred). Nothing else changes; installed once
     per kernel (a later install replaces it), taken out with the last rat-py
     (detach)."""
     _unguard(ip)  # an earlier install's: its wrapper reads that install's _ran
