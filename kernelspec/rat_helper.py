@@ -758,14 +758,29 @@ def _post_run_cell(result):
     _restore_streams()
     if not _mine():
         return
+    global _ran
+    _ran = (_request_id(), result, None)
     try:
         snapshot = _snapshot()
     except Exception:
         return
+    _ran = (_ran[0], result, snapshot)
     global _payloads
     if _payloads is None:
         _payloads = _shell().payload_manager   # a traitlets lookup: once
     _payloads.write_payload({"source": "rat_snapshot", "snapshot": snapshot}, single=True)
+
+
+# (msg_id, ExecutionResult, snapshot or None) of rat-py's run whose code
+# ended last: what rat_guard.py answers with when the kernel loses the reply.
+_ran = (None, None, None)
+
+
+def _request_id():
+    try:
+        return _shell().get_parent()["header"]["msg_id"]
+    except Exception:
+        return None
 
 
 _payloads = None
@@ -791,6 +806,7 @@ def _unhook(ip):
                 if callable(restore) and restore is not _restore_streams:
                     restore()
     return carried
+
 
 
 def _register():
@@ -822,6 +838,9 @@ def detach():
     ip = _shell()
     if ip is not None:
         _unhook(ip)
+        unguard = globals().get("_unguard")   # rat_guard.py's, installed with this
+        if unguard is not None:
+            unguard(ip)
     m = _sys.modules.get("_rat")
     if m is not None and getattr(m, "__dict__", None) is globals():
         del _sys.modules["_rat"]

@@ -1,21 +1,28 @@
-/* lang_python: the IPython adapter; the helper is kernelspec/rat_helper.py. */
+/* lang_python: the IPython adapter; the helper is kernelspec/rat_helper.py,
+ * with kernelspec/rat_guard.py (ipykernel 6's interrupt windows). */
 #include "lang.h"
 
 #include <string.h>
 
 extern const char rat_helper_py[];
 extern const size_t rat_helper_py_len;
+extern const char rat_guard_py[];
+extern const size_t rat_guard_py_len;
 
 /* Installs kernelspec/rat_helper.py as the module `_rat` in sys.modules,
- * without binding any name in the user's namespace: everything happens
- * inside one expression. The source travels as a JSON string literal, which
- * is also a valid Python string literal. */
+ * then runs kernelspec/rat_guard.py in that module (it uses the helper's
+ * names), without binding any name in the user's namespace: everything
+ * happens inside one expression. The sources travel as JSON string
+ * literals, which are also valid Python string literals. */
 static void s_install(buf_t *b)
 {
-    buf_puts(b, "(lambda s, t, src: (s.modules.__setitem__('_rat', t.ModuleType('_rat')), "
-                "exec(compile(src, '<rat-py helper>', 'exec'), s.modules['_rat'].__dict__)))"
+    buf_puts(b, "(lambda s, t, src, guard: (s.modules.__setitem__('_rat', t.ModuleType('_rat')), "
+                "exec(compile(src, '<rat-py helper>', 'exec'), s.modules['_rat'].__dict__), "
+                "exec(compile(guard, '<rat-py guard>', 'exec'), s.modules['_rat'].__dict__)))"
                 "(__import__('sys'), __import__('types'), ");
     buf_put_json_str(b, rat_helper_py, rat_helper_py_len);
+    buf_puts(b, ", ");
+    buf_put_json_str(b, rat_guard_py, rat_guard_py_len);
     buf_puts(b, ")");
 }
 

@@ -138,9 +138,14 @@ static void s_watch_fire(loop_t *loop, void *ud)
     bool doubt = ex->interrupt_us || ex->interrupt_pending || !ex->got_busy || ex->got_idle != ex->got_reply;
     if (!doubt)
         return; /* acknowledged and running: a long run is not a lost one */
-    if (ex->interrupt_pending) {
+    if (ex->interrupt_pending && !rt_watchdog_busy_own(self)) {
         /* Still not acknowledged: the kernel may be stopped or stuck, and
-         * only a signal (with SIGCONT) gets it going. */
+         * only a signal (with SIGCONT) gets it going. Not while it is busy
+         * with a request of rat-py's own (a look, a snapshot): the signal
+         * would land in that one (and in ipykernel 6's hook windows it
+         * ended the kernel: doc/kernels.md "An interrupt as a run ends");
+         * the run is interrupted once the kernel takes it
+         * (rt_exec_acknowledged), or here after that request. */
         ex->interrupt_pending = false;
         if (kernel_interrupt(self->kernel) == 0)
             ex->interrupt_us = loop_now_us();

@@ -259,6 +259,10 @@ struct runtime {
      * a request not ours (another client's, an earlier run's) is work, not
      * silence. */
     bool kernel_busy;
+    /* The request of rat-py's own (a look, a snapshot, a completion:
+     * short and bounded) the kernel said busy for last; "" when its last
+     * busy was for anything else. */
+    char kernel_busy_req[WIRE_ID_LEN + 1];
     int64_t kernel_status_us;      /* when that status came, 0: none yet */
 };
 
@@ -348,6 +352,8 @@ void rt_watchdog_arm(runtime_t *self);
 void rt_watchdog_alive(runtime_t *self);
 /* An iopub status message that is not the current run's (any parent). */
 void rt_watchdog_status(runtime_t *self, const wire_msg_t *m);
+/* The kernel is still busy with a request of rat-py's own (not a run). */
+bool rt_watchdog_busy_own(const runtime_t *self);
 /* The kernel is gone or replaced: nothing stalls any more. */
 void rt_watchdog_reset(runtime_t *self);
 

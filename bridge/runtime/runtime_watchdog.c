@@ -113,6 +113,22 @@ static bool s_is_check(const runtime_t *self, const char *parent_id)
     return false;
 }
 
+/* A request of rat-py's own other than a run, still waited for. */
+static bool s_is_own(const runtime_t *self, const char *parent_id)
+{
+    if (!parent_id || !*parent_id)
+        return false;
+    for (const rt_req_t *r = self->reqs; r; r = r->next)
+        if (strcmp(r->msg_id, parent_id) == 0)
+            return true;
+    return false;
+}
+
+bool rt_watchdog_busy_own(const runtime_t *self)
+{
+    return self->kernel_busy && s_is_own(self, self->kernel_busy_req);
+}
+
 void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
 {
     if (strcmp(m->msg_type, "status") != 0)
@@ -122,12 +138,17 @@ void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
         return;
     if (strcmp(st, "busy") == 0 && s_is_check(self, m->parent_id))
         return;
-    if (strcmp(st, "busy") == 0)
+    if (strcmp(st, "busy") == 0) {
         self->kernel_busy = true;
-    else if (strcmp(st, "idle") == 0)
+        self->kernel_busy_req[0] = '\0';
+        if (s_is_own(self, m->parent_id))
+            snprintf(self->kernel_busy_req, sizeof self->kernel_busy_req, "%s", m->parent_id);
+    } else if (strcmp(st, "idle") == 0) {
         self->kernel_busy = false;
-    else
+        self->kernel_busy_req[0] = '\0';
+    } else {
         return;
+    }
     self->kernel_status_us = loop_now_us();
 }
 
@@ -136,6 +157,7 @@ void rt_watchdog_reset(runtime_t *self)
     loop_timer_cancel(self->loop, self->watchdog_timer);
     self->watchdog_timer = 0;
     self->kernel_busy = false;
+    self->kernel_busy_req[0] = '\0';
     self->kernel_status_us = 0;
     s_clear(self, "was replaced");
 }

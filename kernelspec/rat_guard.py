@@ -1,0 +1,139 @@
+# rat-py's interrupt guard inside an ipykernel 6 kernel.
+#
+# rat-py runs this source in the module `_rat` right after rat_helper.py
+# (same namespace: it reads the helper's _ran, _shell and _request_id), and
+# the helper's detach() takes it out with the last rat-py. Why it exists and
+# what it changes: doc/kernels.md, "An interrupt as a run ends".
+import signal as _signal
+import sys as _sys
+
+
+def _guard_interrupts(ip):
+    """ipykernel 6 (6.17 measured; doc/kernels.md "An interrupt as a run
+    ends") installs default_int_handler for SIGINT in pre_handler_hook and
+    puts SIG_IGN back in post_handler_hook; the hooks' calls and its
+    dispatch loop catch Exception only, and the execute_reply is flushed
+    only after the second hook, so a client that cancels a run as it ends
+    sends its SIGINT into these windows:
+    - after the code, before execute_request sends the reply (its stdout
+      flush, _execute_sleep): "KeyboardInterrupt caught in kernel", the
+      reply is never sent, though the code ran to its end;
+    - between the hooks and the handler: KeyboardInterrupt leaves
+      dispatch_shell, the event loop, and the kernel exits (its exit, with
+      IPython's history writes, can take seconds while its heartbeat still
+      answers and its shell does not).
+    The guard answers the first with the reply the kernel lost (built from
+    the run's result, for rat-py's runs) and, around process_one, catches
+    the second: the handler the hook saved goes back, dispatch_shell's tail
+    (idle, the reply flushed) is done. A third window, where SIG_IGN drops
+    the signal, is below (deferred). Nothing else changes; installed once
+    per kernel (a later install replaces it), taken out with the last rat-py
+    (detach)."""
+    _unguard(ip)  # an earlier install's: its wrapper reads that install's _ran
+    k = getattr(ip, "kernel", None)
+    orig = getattr(k, "process_one", None)
+    handlers = getattr(k, "shell_handlers", None)
+    if orig is None or getattr(orig, "_rat_guard", False) or not hasattr(k, "post_handler_hook") \
+            or not isinstance(handlers, dict) or "execute_request" not in handlers:
+        return
+    import inspect
+    import zmq
+    execute = handlers["execute_request"]
+    if not inspect.iscoroutinefunction(orig) or not inspect.iscoroutinefunction(execute):
+        return
+
+    def ign():
+        for _ in range(8):  # each raises if another SIGINT is pending
+            try:
+                _signal.signal(_signal.SIGINT, getattr(k, "saved_sigint_handler", _signal.SIG_IGN))
+                return
+            except KeyboardInterrupt:
+                continue
+
+    async def process_one(*args, **kwargs):
+        try:
+            return await orig(*args, **kwargs)
+        except KeyboardInterrupt:
+            ign()
+            try:
+                k.log.warning("rat-py: a SIGINT between ipykernel's pre/post_handler_hook and the handler "
+                              "was caught (the kernel would have exited)")
+                _sys.stdout.flush()
+                _sys.stderr.flush()
+                k._publish_status("idle", "shell")
+                k.shell_stream.flush(zmq.POLLOUT)
+            except Exception:
+                pass
+
+    # Between requests ipykernel ignores SIGINT (SIG_IGN), and also after a
+    # request's busy status until pre_handler_hook: a cancel of a run sent
+    # before the kernel took it is signalled on that busy, so it landed
+    # there and was lost (the run went on). In place of SIG_IGN, deferred
+    # notes the request the kernel is dispatching; the handler of that same
+    # request is interrupted as it starts. Noted between requests, or after
+    # a request's post_handler_hook, it names a request that is over: no
+    # later request is interrupted by it.
+    noted = [None]
+
+    def deferred(signum, frame):
+        try:
+            noted[0] = k.get_parent("shell")["header"]["msg_id"]
+        except Exception:
+            noted[0] = None
+
+    async def execute_request(stream, ident, parent):
+        global _ran
+        _ran = (None, None, None)
+        mine = parent.get("header", {}).get("msg_id")
+        if mine is not None and noted[0] == mine:
+            noted[0] = None
+            k.log.warning("rat-py: a SIGINT between the request's busy and its handler interrupts it now")
+            raise KeyboardInterrupt  # dispatch_shell: no reply, idle; the code never ran
+        try:
+            return await execute(stream, ident, parent)
+        except KeyboardInterrupt:
+            msg_id, result, snapshot = _ran
+            if msg_id is None or msg_id != parent.get("header", {}).get("msg_id") or result is None:
+                raise  # the code did not end (or not rat-py's): no reply to give
+            k.log.warning("rat-py: a SIGINT after the code ended, before its execute_reply, was caught; "
+                          "the reply is sent")
+            err = result.error_before_exec or result.error_in_exec
+            content = {"status": "ok" if err is None else "error", "execution_count": result.execution_count,
+                       "user_expressions": {}, "payload": []}
+            if err is not None:
+                content.update(ename=type(err).__name__, evalue=str(err), traceback=[])
+            if snapshot is not None:
+                content["payload"].append({"source": "rat_snapshot", "snapshot": snapshot})
+            md = k.finish_metadata(parent, k.init_metadata(parent), content)
+            k.session.send(stream, "execute_reply", content, parent, metadata=md, ident=ident)
+
+    process_one._rat_guard = True
+    execute_request._rat_guard = True
+    deferred._rat_guard = True
+    k.process_one = process_one
+    handlers["execute_request"] = execute_request
+    k._rat_execute_request = execute
+    # Installed from inside a request's handler: post_handler_hook restores
+    # the disposition pre_handler_hook saved; only ipykernel's own SIG_IGN
+    # is replaced (a handler someone else set stays theirs).
+    if getattr(k, "saved_sigint_handler", None) == _signal.SIG_IGN:
+        k.saved_sigint_handler = deferred
+    elif _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, deferred)
+
+
+def _unguard(ip):
+    k = getattr(ip, "kernel", None)
+    f = getattr(k, "__dict__", {}).get("process_one")
+    if f is not None and getattr(f, "_rat_guard", False):
+        del k.process_one
+    handlers = getattr(k, "shell_handlers", None)
+    if isinstance(handlers, dict) and getattr(handlers.get("execute_request"), "_rat_guard", False):
+        handlers["execute_request"] = k.__dict__.pop("_rat_execute_request", None) or k.execute_request
+    if getattr(getattr(k, "saved_sigint_handler", None), "_rat_guard", False):
+        k.saved_sigint_handler = _signal.SIG_IGN
+    if getattr(_signal.getsignal(_signal.SIGINT), "_rat_guard", False):
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+
+
+_guard_interrupts(_shell())

@@ -1,0 +1,158 @@
+// A cancel as a run ends (doc/kernels.md, "An interrupt as a run ends"):
+// ipykernel 6 takes SIGINT with default_int_handler from its
+// pre_handler_hook to its post_handler_hook, and flushes the execute_reply
+// only after the second, so rat-py, which has not seen the reply yet, sends
+// its interrupt into these windows when a user cancels a run that is ending.
+// Without rat-py's guard (kernelspec/rat_helper.py _guard_interrupts) a
+// SIGINT in a hook window made the kernel exit (every variable lost, and a
+// queue waiting on a kernel that takes seconds to exit with its heartbeat
+// still answering), and one in execute_request's tail lost the reply of a
+// run that had ended ("CANCELLED" for code that ran to its end).
+//
+// Each window is a few microseconds to a millisecond in the real kernel; here
+// the real ipykernel is made to stay in it (a sleep in the hook, or
+// ipykernel's own _execute_sleep), and the code prints a marker from there,
+// so the cancel lands in the window every time: no timing luck.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, run, ctl, call, kernelPid, until, ms } from './lib.mjs';
+
+const sleep = (t) => new Promise((r) => setTimeout(r, t));
+// How long the kernel stays in the window: far longer than rat-py needs to
+// send the signal once the marker is seen, on a loaded machine or wrapped.
+const WINDOW_S = ms(4000) / 1000;
+
+// Replaces the kernel's hook (instance attribute) with one that, once armed,
+// prints a marker (it goes out as the run's output: the parent is set) and
+// sleeps inside the window.
+function widen(hook) {
+  const inside = hook === 'pre'
+    ? `    _o(self)\n    if self.__dict__.pop('_rat_test_armed', False):\n        print('in-window', flush=True)\n        time.sleep(${WINDOW_S})\n`
+    : `    if self.__dict__.pop('_rat_test_armed', False):\n        print('in-window', flush=True)\n        time.sleep(${WINDOW_S})\n    _o(self)\n`;
+  return `import time\n_k = get_ipython().kernel\n_o = type(_k).${hook}_handler_hook\ndef _widened(self=_k):\n${inside}_k.${hook}_handler_hook = _widened\ndel _k, _widened`;
+}
+
+async function inWindow(h, code) {
+  const running = run(h, code, { wait: 60 });
+  await until(() => h.logs.some((l) => /in-window/.test(String(l.data))), ms(20000), 'the kernel to enter the window');
+  await sleep(100); // past the print, into the sleep
+  const c = await ctl(h, 'cancel');
+  return { c, r: await running };
+}
+
+test('a cancel whose SIGINT lands in post_handler_hook: the kernel lives, the run ended (its result), the next run works', async () => {
+  const h = await connect();
+  try {
+    await run(h, `v = 1\n${widen('post')}`);
+    const pid = await kernelPid(h);
+    const { c, r } = await inWindow(h, "get_ipython().kernel._rat_test_armed = True\nv = 2\nprint('ran')");
+    assert.match(c.text, /^NOT CANCELLED: exec #\d+ ended on its own \(✓\)/, c.text);
+    assert.match(r.text, /^ran\nin-window\n(.*\n)*\n✓ /, r.text);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const after = await run(h, 'print("v is", v)');
+    assert.match(after.text, /^v is 2\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a cancel whose SIGINT lands between pre_handler_hook and the handler: the kernel lives, the run never ran, the next run works', async () => {
+  const h = await connect();
+  try {
+    await run(h, `v = 1\n${widen('pre')}`);
+    const pid = await kernelPid(h);
+    await run(h, 'get_ipython().kernel._rat_test_armed = True');
+    const { c, r } = await inWindow(h, 'v = 2');
+    assert.match(c.text, /^CANCELLED /, c.text);
+    assert.match(r.text, /^in-window\nlost by the kernel after an interrupt\n/, r.text);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const after = await run(h, 'print("v is", v)');
+    assert.match(after.text, /^v is 1\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a cancel whose SIGINT lands after the code, before the execute_reply: the run ended, and says so', async () => {
+  const h = await connect();
+  try {
+    await run(h, 'v = 1');
+    const pid = await kernelPid(h);
+    // ipykernel sleeps _execute_sleep (0.5 ms) between the code and its reply.
+    const { c, r } = await inWindow(h, `get_ipython().kernel._execute_sleep = ${WINDOW_S}\nv = 2\nprint('in-window', flush=True)`);
+    assert.match(c.text, /^NOT CANCELLED: exec #\d+ ended on its own \(✓\)/, c.text);
+    assert.match(r.text, /^in-window\n(.*\n)*\n✓ /, r.text);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const after = await run(h, 'get_ipython().kernel._execute_sleep = 0.0005\nprint("v is", v)');
+    assert.match(after.text, /^v is 2\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a cancel whose SIGINT lands after the busy status, before pre_handler_hook (SIG_IGN there): the run is cancelled, not run', async () => {
+  const h = await connect();
+  try {
+    // should_handle runs between the busy status and pre_handler_hook.
+    await run(h, `v = 1\nimport time\n_k = get_ipython().kernel\n_o = _k.should_handle
+def _widened(*a, _k=_k):
+    if _k.__dict__.pop('_rat_test_armed', False):
+        time.sleep(${WINDOW_S})
+    return _o(*a)
+_k.should_handle = _widened\ndel _k, _widened`);
+    await run(h, 'get_ipython().kernel._rat_test_armed = True');
+    const pid = await kernelPid(h);
+    const running = run(h, "v = 2\nprint('ran')", { wait: 60 });
+    await until(async () => /running exec/.test((await ctl(h, 'status')).text), ms(20000), 'the kernel to take the run');
+    const c = await ctl(h, 'cancel');
+    assert.match(c.text, /^CANCELLED /, c.text);
+    assert.doesNotMatch((await running).text, /ran/);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const after = await run(h, 'print("v is", v)');
+    assert.match(after.text, /^v is 1\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
+// The state of the soak's stall (issue 44): a run sent while the kernel is
+// still in another request's post_handler_hook (here a look's) is cancelled.
+// rat-py signals a run the kernel has not taken after 0.5 s (the kernel may
+// be stopped); that SIGINT landed in the look's hook, and without the guard
+// the kernel exited, the run meanwhile "sent N s ago, not acknowledged by
+// the kernel" for as long as the exit took (seconds, heartbeat answering,
+// when IPython's history database is busy: doc/kernels.md). Now the signal
+// waits while the kernel is busy with a request of rat-py's own, and goes
+// to the run when the kernel takes it: the look is never hit.
+test('a cancel of a run queued behind a look: the signal waits for the look, the kernel lives, both are answered', async () => {
+  const h = await connect();
+  try {
+    await run(h, `import time\n_k = get_ipython().kernel\n_o = type(_k).post_handler_hook
+def _widened(self=_k):
+    p = self.get_parent('shell')
+    if p['header']['msg_type'] == 'execute_request' and p['content'].get('silent') and self.__dict__.pop('_rat_test_armed', False):
+        try:
+            time.sleep(${WINDOW_S})
+        except KeyboardInterrupt:
+            self._rat_test_hit = True
+            raise
+    _o(self)
+_k.post_handler_hook = _widened\ndel _k, _widened`);
+    await run(h, 'get_ipython().kernel._rat_test_armed = True');
+    const pid = await kernelPid(h);
+    const look = call(h, 'look', { at: 'time' }); // a silent execute of the helper's
+    await sleep(200);
+    const running = run(h, "print('next')", { wait: 60 });
+    await sleep(100);
+    const c = await ctl(h, 'cancel');
+    assert.match(c.text, /^(NOT CANCELLED: exec #\d+ ended on its own|CANCELLED)/, c.text);
+    const r = await running;
+    assert.match(r.text, /^next\n(.*\n)*\n✓ |KeyboardInterrupt|CANCELLED|lost by the kernel/, r.text);
+    assert.match((await look).text, /^time: module/);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const hit = await run(h, "print('hit', get_ipython().kernel.__dict__.get('_rat_test_hit'))");
+    assert.match(hit.text, /^hit None\n/, 'the signal aimed at the run landed in the look');
+  } finally {
+    await h.close();
+  }
+});
