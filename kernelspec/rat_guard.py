@@ -43,7 +43,7 @@ def _guard_interrupts(ip):
         return
 
     def ign():
-        for _ in range(8):  # each raises if another SIGINT is pending
+        for _ in range(64):  # each raises if another SIGINT is pending
             try:
                 _signal.signal(_signal.SIGINT, getattr(k, "saved_sigint_handler", _signal.SIG_IGN))
                 return
@@ -62,7 +62,7 @@ def _guard_interrupts(ip):
                 _sys.stderr.flush()
                 k._publish_status("idle", "shell")
                 k.shell_stream.flush(zmq.POLLOUT)
-            except Exception:
+            except BaseException:  # a further SIGINT here too: the loop must go on
                 pass
 
     # Between requests ipykernel ignores SIGINT (SIG_IGN), and also after a
@@ -81,20 +81,40 @@ def _guard_interrupts(ip):
         except Exception:
             noted[0] = None
 
+    class Sent:
+        """The shell stream, noting whether a message went out through it
+        (Session.send calls send_multipart on anything not a zmq.Socket)."""
+
+        def __init__(self, stream):
+            self._stream = stream
+            self.sent = False
+
+        def send_multipart(self, *args, **kwargs):
+            self.sent = True
+            return self._stream.send_multipart(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._stream, name)
+
     async def execute_request(stream, ident, parent):
         global _ran
         _ran = (None, None, None)
-        mine = parent.get("header", {}).get("msg_id")
+        header = parent.get("header", {})
+        mine = header.get("msg_id")
         if mine is not None and noted[0] == mine:
             noted[0] = None
-            k.log.warning("rat-py: a SIGINT between the request's busy and its handler interrupts it now")
-            raise KeyboardInterrupt  # dispatch_shell: no reply, idle; the code never ran
+            # Only a request of a rat-py this helper serves: another
+            # client's keeps ipykernel's own behaviour (the signal ignored).
+            if header.get("session") in _owners:
+                k.log.warning("rat-py: a SIGINT between the request's busy and its handler interrupts it now")
+                raise KeyboardInterrupt  # dispatch_shell: no reply, idle; the code never ran
+        out = Sent(stream)
         try:
-            return await execute(stream, ident, parent)
+            return await execute(out, ident, parent)
         except KeyboardInterrupt:
             msg_id, result, snapshot = _ran
-            if msg_id is None or msg_id != parent.get("header", {}).get("msg_id") or result is None:
-                raise  # the code did not end (or not rat-py's): no reply to give
+            if out.sent or msg_id is None or msg_id != mine or result is None:
+                raise  # the reply went, or the code did not end (or not rat-py's): nothing to give
             k.log.warning("rat-py: a SIGINT after the code ended, before its execute_reply, was caught; "
                           "the reply is sent")
             err = result.error_before_exec or result.error_in_exec

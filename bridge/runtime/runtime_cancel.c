@@ -141,7 +141,9 @@ static void s_watch_fire(loop_t *loop, void *ud)
     if (ex->interrupt_pending && !rt_watchdog_busy_own(self)) {
         /* Still not acknowledged: the kernel may be stopped or stuck, and
          * only a signal (with SIGCONT) gets it going. Not while it is busy
-         * with a request of rat-py's own (a look, a snapshot): the signal
+         * with a short request of rat-py's own (a look, a snapshot; while
+         * its heartbeat answers, for at most HELPER_TIMEOUT_MS:
+         * rt_watchdog_busy_own): the signal
          * would land in that one (and in ipykernel 6's hook windows it
          * ended the kernel: doc/kernels.md "An interrupt as a run ends");
          * the run is interrupted once the kernel takes it

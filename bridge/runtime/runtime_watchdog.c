@@ -113,20 +113,27 @@ static bool s_is_check(const runtime_t *self, const char *parent_id)
     return false;
 }
 
-/* A request of rat-py's own other than a run, still waited for. */
-static bool s_is_own(const runtime_t *self, const char *parent_id)
+/* A short request of rat-py's own, still waited for: a look's query, a
+ * helper call, a snapshot. Not a reset (user code may run in it: a __del__
+ * that blocks), a probe, a barrier, an install or a move. */
+static const rt_req_t *s_own(const runtime_t *self, const char *parent_id)
 {
     if (!parent_id || !*parent_id)
-        return false;
+        return NULL;
     for (const rt_req_t *r = self->reqs; r; r = r->next)
         if (strcmp(r->msg_id, parent_id) == 0)
-            return true;
-    return false;
+            return r->kind == REQ_QUERY || r->kind == REQ_HELPER || r->kind == REQ_SNAPSHOT ? r : NULL;
+    return NULL;
 }
 
+/* Holds a cancel's signal only while that can end by itself: the heartbeat
+ * answers and the request is younger than HELPER_TIMEOUT_MS (the longest
+ * rat-py waits for one); after that, a stopped or stuck kernel is
+ * signalled as before. */
 bool rt_watchdog_busy_own(const runtime_t *self)
 {
-    return self->kernel_busy && s_is_own(self, self->kernel_busy_req);
+    const rt_req_t *r = self->kernel_busy ? s_own(self, self->kernel_busy_req) : NULL;
+    return r && self->kernel && kernel_heartbeat_ok(self->kernel) && loop_now_ms() - r->sent_ms < HELPER_TIMEOUT_MS;
 }
 
 void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
@@ -141,7 +148,7 @@ void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
     if (strcmp(st, "busy") == 0) {
         self->kernel_busy = true;
         self->kernel_busy_req[0] = '\0';
-        if (s_is_own(self, m->parent_id))
+        if (s_own(self, m->parent_id))
             snprintf(self->kernel_busy_req, sizeof self->kernel_busy_req, "%s", m->parent_id);
     } else if (strcmp(st, "idle") == 0) {
         self->kernel_busy = false;
