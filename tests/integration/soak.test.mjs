@@ -185,7 +185,19 @@ async function worker(name, h, rand, deadline, kernels, extra = {}) {
     try {
       await a();
     } catch (e) {
-      problem(`${name} ${a.name}: ${e.message}`);
+      let why = '';
+      if (/not answered within/.test(e.message)) {
+        // What rat-py says now, and the end of the kernel's own log: a
+        // kernel that does not come up or answer says why only there.
+        try {
+          const s = await call(h, 'ctl', { op: 'status' }, { timeout: 5000 });
+          const log = /kernel log: (\S+)/.exec(s.text)?.[1];
+          let tail = '';
+          try { tail = log ? readFileSync(log, 'utf8').slice(-2000) : ''; } catch { /* gone */ }
+          why = `\n--- ctl status:\n${s.text}\n--- kernel log (end):\n${tail}`;
+        } catch (e2) { why = `\n--- ctl status: ${e2.message}`; }
+      }
+      problem(`${name} ${a.name}: ${e.message}${why}`);
       if (problems.length > 20) return;
     }
   }
