@@ -367,6 +367,24 @@ static char *s_getline(s_editor_t *ed, const char *prompt, bool *intr)
     return buf_take(&b);
 }
 
+/* Bound to NUL. libedit writes the prompt and only then puts the terminal
+ * in its raw mode, and the terminal is cooked while a run goes on: a Ctrl-D
+ * typed then (ahead of the prompt, or as it appears) is the cooked tty's
+ * end-of-file, which Linux hands on as a NUL byte once the mode is raw.
+ * On an empty line it is the Ctrl-D it was: leave. Anywhere else a NUL
+ * (Ctrl-Space in some terminals) does nothing, where it would otherwise be
+ * put in the line unseen and make every later Ctrl-D beep. */
+static unsigned char s_nul(EditLine *el, int ch)
+{
+    (void)ch;
+    const LineInfo *li = edit_dl.el_line(el);
+    if (li->buffer == li->lastchar) {
+        fputs("^D", stdout);
+        return CC_EOF;
+    }
+    return CC_NORM;
+}
+
 static void s_editor_open(s_editor_t *ed, const char *name)
 {
     memset(ed, 0, sizeof *ed);
@@ -397,6 +415,8 @@ static void s_editor_open(s_editor_t *ed, const char *name)
      * strdup's leak"); el_wset stores the pointers given. */
     edit_dl.el_wset(ed->el, EL_ADDFN, L"rat-complete", L"complete from the kernel", s_complete);
     edit_dl.el_set(ed->el, EL_BIND, "^I", "rat-complete", NULL);
+    edit_dl.el_wset(ed->el, EL_ADDFN, L"rat-nul", L"a cooked Ctrl-D: leave on an empty line", s_nul);
+    edit_dl.el_set(ed->el, EL_BIND, "^@", "rat-nul", NULL);
     char *dir = mgr_state_dir();
     if (dir) {
         char *hd = xasprintf("%s/history", dir);

@@ -121,6 +121,56 @@ test('rat NAME: a REPL on the same kernel; what it makes is in the Variables vie
   assert.deepEqual(rows.find((r) => r.name === 'made_in_repl'), { name: 'made_in_repl', kind: 'int', preview: '42' });
 });
 
+/**
+ * Runs `rat py@proj` on a terminal (a pty) and the Python steps given, which
+ * have wait_for(pattern, n=1) (until the output holds pattern n times) and
+ * finish(nudge) (until the REPL exits; with nudge, a Ctrl-D every 2 s, as
+ * one typed as the prompt appears can be lost on a slow build). Returns
+ * spawnSync's result: status 0 when the REPL exited with 0, stdout what
+ * it wrote.
+ */
+function onPty(steps) {
+  const prelude = `
+import os, pty, select, sys, time
+limit = float(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], 'py@proj'])
+out = b''
+def pump():
+    global out
+    if select.select([fd], [], [], 0.2)[0]:
+        try:
+            out += os.read(fd, 4096)
+        except OSError:
+            return False
+    return True
+def wait_for(pat, n=1):
+    end = time.time() + limit
+    while out.count(pat) < n and time.time() < end and pump():
+        pass
+def finish(nudge=False):
+    end = time.time() + limit
+    again = time.time() + 2
+    status = -1
+    while time.time() < end:
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = st
+            break
+        if nudge and time.time() > again:
+            os.write(fd, b'\\x04')
+            again = time.time() + 2
+        pump()
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    sys.stdout.write(out.decode('utf-8', 'replace'))
+    sys.exit(0 if status == 0 else 1)
+`;
+  return spawnSync('python3', ['-c', prelude + steps, bin, String(ms(60000) / 1000)], { cwd: proj, env, encoding: 'utf8' });
+}
+
 // libedit opens the history file with a blocking fopen, to load it and
 // again to save it: a FIFO there would hang the REPL before its first
 // prompt. On a terminal (a pty: the editor runs only there).
@@ -130,55 +180,38 @@ test('rat NAME on a terminal with a FIFO where its history file goes: the REPL r
   const fifo = path.join(hist, 'py@proj');
   assert.equal(spawnSync('mkfifo', ['-m', '600', fifo]).status, 0);
   const drive = `
-import os, pty, select, sys, time
-limit = float(sys.argv[2])
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], [sys.argv[1], 'py@proj'])
-out = b''
-def wait_for(pat, n=1):
-    global out
-    end = time.time() + limit
-    while out.count(pat) < n and time.time() < end:
-        if select.select([fd], [], [], 0.2)[0]:
-            try:
-                out += os.read(fd, 4096)
-            except OSError:
-                return
 wait_for(b'py@proj> ')
 os.write(fd, b'print(6 * 7)\\n')
 wait_for(b'\\n42')
 wait_for(b'py@proj> ', 2)  # a key typed before the prompt may be flushed
 os.write(fd, b'\\x04')
-end = time.time() + limit
-nudge = time.time() + 2
-while time.time() < end:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        break
-    if time.time() > nudge:  # a ^D typed as the prompt appears can be lost on a slow (sanitized) build
-        os.write(fd, b'\\x04')
-        nudge = time.time() + 2
-    if select.select([fd], [], [], 0.2)[0]:
-        try:
-            out += os.read(fd, 4096)
-        except OSError:
-            pass
-else:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    status = -1
-sys.stdout.write(out.decode('utf-8', 'replace'))
-sys.exit(0 if status == 0 else 1)
+finish(nudge=True)
 `;
   try {
-    const r = spawnSync('python3', ['-c', drive, bin, String(ms(60000) / 1000)], { cwd: proj, env, encoding: 'utf8' });
+    const r = onPty(drive);
     assert.equal(r.status, 0, `the REPL hung or failed:\n${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /\r?\n42\r?\n/);
     assert.ok(r.stdout.includes(`${fifo} is not a regular file: no history`), r.stdout);
   } finally {
     rmSync(fifo, { force: true });
   }
+});
+
+// The terminal is cooked while a run goes on (and as libedit writes its
+// prompt, before it makes the terminal raw): a Ctrl-D typed then is the
+// tty's end-of-file, which reaches libedit as a NUL. Once, the REPL then
+// kept an unseen NUL in its line and beeped at every later Ctrl-D.
+test('rat NAME on a terminal: a Ctrl-D typed while a run goes on leaves the REPL at the next prompt', async () => {
+  const r = onPty(`
+wait_for(b'py@proj> ')
+os.write(fd, b'import time; print("sta" + "rted", flush=True); time.sleep(1); print("e" + "nd")\\n')
+wait_for(b'started')  # the output, not the echo of the line
+os.write(fd, b'\\x04')
+finish()
+`);
+  assert.equal(r.status, 0, `the REPL did not leave:\n${r.stdout}${r.stderr}`);
+  assert.match(r.stdout, /\r?\nend\r?\n/);
+  assert.doesNotMatch(r.stdout, /\x07/); // no beep
 });
 
 test('Ctrl-C in the REPL interrupts the running code (ctl cancel), and the REPL goes on', async () => {
