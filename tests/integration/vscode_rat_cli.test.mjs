@@ -126,8 +126,8 @@ test('rat NAME: a REPL on the same kernel; what it makes is in the Variables vie
  * have wait_for(pattern, n=1) (until the output holds pattern n times) and
  * finish(nudge) (until the REPL exits; with nudge, a Ctrl-D every 2 s, as
  * one typed as the prompt appears can be lost on a slow build). Returns
- * spawnSync's result: status 0 when the REPL exited with 0, stdout what
- * it wrote.
+ * {status, stdout, stderr}: status 0 when the REPL exited with 0, stdout
+ * what it wrote.
  */
 function onPty(steps) {
   const prelude = `
@@ -168,7 +168,17 @@ def finish(nudge=False):
     sys.stdout.write(out.decode('utf-8', 'replace'))
     sys.exit(0 if status == 0 else 1)
 `;
-  return spawnSync('python3', ['-c', prelude + steps, bin, String(ms(60000) / 1000)], { cwd: proj, env, encoding: 'utf8' });
+  // Not spawnSync: that would hold the test runner's report of the tests
+  // before (a CI log of a hang then showed the wrong test). The REPL is not
+  // under RAT_PY_WRAPPER: its bound stays under ctest's 300 s.
+  const limit = Math.min(ms(60000), 120000) / 1000;
+  return new Promise((resolve) => {
+    const p = spawn('python3', ['-c', prelude + steps, bin, String(limit)], { cwd: proj, env });
+    let stdout = '', stderr = '';
+    p.stdout.on('data', (d) => { stdout += d; });
+    p.stderr.on('data', (d) => { stderr += d; });
+    p.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 // libedit opens the history file with a blocking fopen, to load it and
@@ -188,7 +198,7 @@ os.write(fd, b'\\x04')
 finish(nudge=True)
 `;
   try {
-    const r = onPty(drive);
+    const r = await onPty(drive);
     assert.equal(r.status, 0, `the REPL hung or failed:\n${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /\r?\n42\r?\n/);
     assert.ok(r.stdout.includes(`${fifo} is not a regular file: no history`), r.stdout);
@@ -202,7 +212,7 @@ finish(nudge=True)
 // tty's end-of-file, which reaches libedit as a NUL. Once, the REPL then
 // kept an unseen NUL in its line and beeped at every later Ctrl-D.
 test('rat NAME on a terminal: a Ctrl-D typed while a run goes on leaves the REPL at the next prompt', async () => {
-  const r = onPty(`
+  const r = await onPty(`
 wait_for(b'py@proj> ')
 os.write(fd, b'import time; print("sta" + "rted", flush=True); time.sleep(1); print("e" + "nd")\\n')
 wait_for(b'started')  # the output, not the echo of the line
