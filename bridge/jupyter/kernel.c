@@ -720,15 +720,26 @@ int kernel_interrupt(kernel_t *self)
         self->interrupt_timer = loop_timer(self->loop, INTERRUPT_REPLY_MS, s_interrupt_timeout, self);
         return 0;
     }
-    if (kernel_proc_signal(self->proc, SIGINT) < 0)
-        return -1;
     if (kernel_proc_is_stopped(self->proc)) {
         /* Someone stopped the kernel (kill -STOP, a debugger that let go):
-         * SIGINT stays pending until it runs again, so cancel would wait
-         * out its 5 s and fail. Continue it: the interrupt lands first. */
+         * a SIGINT would stay pending until it runs again, so cancel would
+         * wait out its 5 s and fail. Continue it (its group), and signal
+         * its main thread alone, where a kernel takes SIGINT (Python runs
+         * its handlers there): sent to the process, the signal waits on the
+         * process's queue through the stop and, on SIGCONT, whichever
+         * thread runs first takes it, a ZeroMQ or heartbeat thread as often
+         * as not, and the main thread, in a sleep or a call in C, sleeps on
+         * to its end (integration.interrupt_window's reset case, every run after
+         * another test). The group's other processes
+         * are continued, not interrupted. */
         log_info("kernel pid %ld is stopped; continuing it to take the interrupt", (long)kernel_pid(self));
+        if (kernel_proc_signal_main(self->proc, SIGINT) < 0)
+            return -1;
         kernel_proc_signal(self->proc, SIGCONT);
+        return 0;
     }
+    if (kernel_proc_signal(self->proc, SIGINT) < 0)
+        return -1;
     return 0;
 }
 

@@ -216,6 +216,13 @@ int kernel_proc_signal(kernel_proc_t *self, int sig)
     return 0;
 }
 
+int kernel_proc_signal_main(kernel_proc_t *self, int sig)
+{
+    if (self->exited)
+        return -1;
+    return tgkill(self->pid, self->pid, sig);
+}
+
 bool kernel_proc_is_stopped(const kernel_proc_t *self)
 {
     if (self->exited)

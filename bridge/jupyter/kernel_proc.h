@@ -32,6 +32,9 @@ kernel_proc_t *kernel_proc_spawn(const kernel_proc_opts_t *opts, char *err, size
 pid_t kernel_proc_pid(const kernel_proc_t *self);
 /* Sends sig to the whole process group. */
 int kernel_proc_signal(kernel_proc_t *self, int sig);
+/* Sends sig to the process's main thread only (tgkill): only that thread
+ * takes it, whatever the others are doing. */
+int kernel_proc_signal_main(kernel_proc_t *self, int sig);
 /* Whether the process is stopped (SIGSTOP, SIGTSTP; state T in
  * /proc/PID/stat). A stopped process keeps signals pending, SIGKILL aside. */
 bool kernel_proc_is_stopped(const kernel_proc_t *self);

@@ -15,7 +15,8 @@
 // so the cancel lands in the window every time: no timing luck.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, call, kernelPid, until, ms } from './lib.mjs';
+import { readFileSync } from 'node:fs';
+import { connect, run, ctl, call, kernelPid, until, ms, prompt } from './lib.mjs';
 
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 // How long the kernel stays in the window: far longer than rat-py needs to
@@ -158,3 +159,39 @@ _k.post_handler_hook = _widened\ndel _k, _widened`);
     await h.close();
   }
 });
+
+// The signal waits only for a short request of rat-py's own (a look, a
+// snapshot) and only while the heartbeat answers: not for a reset, whose
+// user code (a __del__) may block as long as it likes, nor for a stopped
+// kernel. Where the SIGINT lands (the __del__, which Python reports and goes
+// on from, or the run) is the kernel's, so the run's text may be either.
+for (const stopped of [false, true]) {
+  test(`a cancel while a reset blocks in user code${stopped ? ' and the kernel is stopped' : ''}: the kernel is ${stopped ? 'continued and ' : ''}signalled at once`, async () => {
+    const h = await connect();
+    const state = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+    let pid;
+    try {
+      await run(h, `class D:\n    def __del__(self):\n        import time; time.sleep(${ms(30000) / 1000})\nd = D()`);
+      pid = await kernelPid(h); // once it ran: a kernel still starting has none
+      const reset = ctl(h, 'reset');
+      await sleep(ms(1000)); // the reset is in the kernel, in __del__
+      if (stopped) process.kill(pid, 'SIGSTOP');
+      const queued = run(h, 'print("R")', { wait: 60 });
+      await sleep(500);
+      const cancel = ctl(h, 'cancel');
+      if (stopped) await until(() => state(pid) !== 'T', prompt(3000), 'the stopped kernel continued');
+      // Held as for a look, the signal would come after 10 s; not at all,
+      // the run after the 30 s __del__.
+      let answered = false;
+      queued.then(() => { answered = true; });
+      await until(() => answered, prompt(3000), 'the run behind the interrupted reset');
+      const [c, q] = await Promise.all([cancel, queued, reset]);
+      assert.match(c.text, /CANCELLED|did not stop|ended on its own/, c.text);
+      assert.match(q.text, /^R\n|KeyboardInterrupt|CANCELLED|lost by the kernel/, q.text);
+      assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    } finally {
+      try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
+      await h.close();
+    }
+  });
+}
