@@ -144,7 +144,7 @@ static void s_watch_fire(loop_t *loop, void *ud)
          * with a short request of rat-py's own (a look, a snapshot; while
          * its heartbeat answers, for at most HELPER_TIMEOUT_MS:
          * rt_watchdog_busy_own): the signal
-         * would land in that one (and in ipykernel 6's hook windows it
+         * would land in that one (and in ipykernel 6's and 7's hook windows it
          * ended the kernel: doc/kernels.md "An interrupt as a run ends");
          * the run is interrupted once the kernel takes it
          * (rt_exec_acknowledged), or here after that request. */

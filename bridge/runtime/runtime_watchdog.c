@@ -129,11 +129,13 @@ static const rt_req_t *s_own(const runtime_t *self, const char *parent_id)
 /* Holds a cancel's signal only while that can end by itself: the heartbeat
  * answers and the request is younger than HELPER_TIMEOUT_MS (the longest
  * rat-py waits for one); after that, a stopped or stuck kernel is
- * signalled as before. */
+ * signalled as before. Until the kernel's idle for it, not its reply: the
+ * request may have been answered already (ipykernel 7 sends the reply
+ * before its post_handler_hook), and a signal then lands in that hook. */
 bool rt_watchdog_busy_own(const runtime_t *self)
 {
-    const rt_req_t *r = self->kernel_busy ? s_own(self, self->kernel_busy_req) : NULL;
-    return r && self->kernel && kernel_heartbeat_ok(self->kernel) && loop_now_ms() - r->sent_ms < HELPER_TIMEOUT_MS;
+    return self->kernel_busy && self->kernel_busy_req[0] && self->kernel && kernel_heartbeat_ok(self->kernel) &&
+           loop_now_ms() - self->kernel_busy_sent_ms < HELPER_TIMEOUT_MS;
 }
 
 void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
@@ -148,8 +150,11 @@ void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
     if (strcmp(st, "busy") == 0) {
         self->kernel_busy = true;
         self->kernel_busy_req[0] = '\0';
-        if (s_own(self, m->parent_id))
+        const rt_req_t *r = s_own(self, m->parent_id);
+        if (r) {
             snprintf(self->kernel_busy_req, sizeof self->kernel_busy_req, "%s", m->parent_id);
+            self->kernel_busy_sent_ms = r->sent_ms;
+        }
     } else if (strcmp(st, "idle") == 0) {
         self->kernel_busy = false;
         self->kernel_busy_req[0] = '\0';

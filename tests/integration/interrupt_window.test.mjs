@@ -3,7 +3,7 @@
 // pre_handler_hook to its post_handler_hook, and flushes the execute_reply
 // only after the second, so rat-py, which has not seen the reply yet, sends
 // its interrupt into these windows when a user cancels a run that is ending.
-// Without rat-py's guard (kernelspec/rat_helper.py _guard_interrupts) a
+// Without rat-py's guard (kernelspec/rat_guard.py) a
 // SIGINT in a hook window made the kernel exit (every variable lost, and a
 // queue waiting on a kernel that takes seconds to exit with its heartbeat
 // still answering), and one in execute_request's tail lost the reply of a
@@ -13,10 +13,31 @@
 // the real ipykernel is made to stay in it (a sleep in the hook, or
 // ipykernel's own _execute_sleep), and the code prints a marker from there,
 // so the cancel lands in the window every time: no timing luck.
+//
+// The same cases run on Debian's ipykernel 6 (integration.interrupt_window)
+// and on ipykernel 7.4 from PyPI, what `pip install rat-py` brings
+// (integration.interrupt_window_ipykernel7: RAT_TEST_KERNEL_PYTHON is the
+// Python of the peers' lab venv, tests/peers.txt, given to rat-py as
+// --python; the first case checks it is the pinned 7.4.0).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { connect, run, ctl, call, kernelPid, until, ms, prompt } from './lib.mjs';
+import { connect as connectTo, run, ctl, call, kernelPid, until, ms, prompt } from './lib.mjs';
+
+const KERNEL_PYTHON = process.env.RAT_TEST_KERNEL_PYTHON;
+const connect = () => connectTo(KERNEL_PYTHON ? { args: ['--python', KERNEL_PYTHON] } : {});
+
+if (KERNEL_PYTHON) {
+  test('the kernel is the pinned ipykernel 7.4.0 of RAT_TEST_KERNEL_PYTHON', async () => {
+    const h = await connect();
+    try {
+      const r = await run(h, 'import ipykernel, sys\nprint(ipykernel.__version__, sys.executable)');
+      assert.ok(r.text.startsWith(`7.4.0 ${KERNEL_PYTHON}\n`), r.text);
+    } finally {
+      await h.close();
+    }
+  });
+}
 
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 // How long the kernel stays in the window: far longer than rat-py needs to

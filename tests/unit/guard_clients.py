@@ -1,7 +1,9 @@
 """rat-py's interrupt guard (kernelspec/rat_guard.py) on a kernel it shares
 with another client, and the reply it must not send twice.
 
-A real ipykernel (the interpreter running this test: Debian's, 6.17), with
+A real ipykernel (the interpreter running this test: Debian's, 6.17, for
+unit.guard_clients; the peers' lab venv's, 7.4.0, for
+unit.guard_clients_ipykernel7), with
 the helper and the guard installed exactly as rat-py installs them (the
 expression of bridge/runtime/lang_python.c) by client A, which makes A's
 session the one the guard serves. Each case holds the kernel in one window
@@ -47,7 +49,11 @@ def check(ok, what):
 def client(km):
     # A session of its own (km.client() would share the manager's, and
     # with it the socket identity and the "session" the guard looks at).
-    c = BlockingKernelClient(connection_file=km.connection_file)
+    # The manager as parent: wait_for_ready then asks it whether the kernel
+    # lives; without one it asks the heartbeat, which reads a kernel still
+    # starting after 1 s on a loaded machine as dead ("Kernel died before
+    # replying to kernel_info", 1 run in 2 while two soaks ran).
+    c = BlockingKernelClient(connection_file=km.connection_file, parent=km)
     c.load_connection_file()
     c.start_channels()
     c.wait_for_ready(timeout=60)
@@ -112,6 +118,11 @@ def main():
         b = client(km)
         r = execute(a, INSTALL)
         check(r["content"]["status"] == "ok", "the helper and the guard install (%s)" % r["content"].get("evalue", "ok"))
+        # The guard is in place on this kernel (it returns early on an
+        # ipykernel it was not measured on; the cases would prove nothing).
+        r = execute(a, "import ipykernel\nk = get_ipython().kernel\n"
+                       "assert any(getattr(v, '_rat_guard', False) for v in k.__dict__.values()), ipykernel.__version__")
+        check(r["content"]["status"] == "ok", "the guard is installed (%s)" % r["content"].get("evalue", "ok"))
         pid = km.provisioner.process.pid
 
         # 1. B's request held between busy and pre_handler_hook.
