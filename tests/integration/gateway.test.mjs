@@ -17,7 +17,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { connect, run, ctl, call, until, scratch, RAT, ms, WRAPPED } from './lib.mjs';
-import { freePort, startJupyterServer, KIND, KIND_NAME } from './jupyter_server.mjs';
+import { freePort, startJupyterServer, tcpProxy, KIND, KIND_NAME } from './jupyter_server.mjs';
 
 // Enterprise Gateway starts a kernel for the user a client names in
 // KERNEL_USERNAME (of the request's env, which a client fills from its own
@@ -214,25 +214,6 @@ test('a kernel deleted behind rat-py\'s back is reported like a death; the next 
   }
 });
 
-/** A TCP proxy the test controls: cut() drops every connection through it. */
-async function proxy(port) {
-  const socks = new Set();
-  const srv = net.createServer((c) => {
-    const u = net.connect(port, '127.0.0.1');
-    socks.add(c); socks.add(u);
-    c.pipe(u); u.pipe(c);
-    const end = () => { c.destroy(); u.destroy(); socks.delete(c); socks.delete(u); };
-    c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
-  });
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${srv.address().port}`,
-    count: () => socks.size,
-    cut() { for (const s of socks) s.destroy(); socks.clear(); },
-    close() { this.cut(); srv.close(); },
-  };
-}
-
 /**
  * An HTTP proxy to the server that holds every POST .../interrupt for
  * delayMs before passing it on (a slow gateway, or one far away); the
@@ -310,7 +291,7 @@ test('an interrupt the gateway answers late never lands in the next run (it wait
 });
 
 test('the WebSocket dropped mid-run: rat-py reconnects and the result is not lost', async () => {
-  const p = await proxy(server.port);
+  const p = await tcpProxy(server.port);
   const h = await connect({ args: ['--gateway', p.url, '--gateway-token', TOKEN, '--log-level', 'info'] });
   try {
     await run(h, 'pass');

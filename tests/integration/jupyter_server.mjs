@@ -62,6 +62,30 @@ export async function freePort() {
 }
 
 /**
+ * A TCP proxy in front of a loopback port, for the tests that cut a
+ * client's connections to a server (the gateway tests, the soak): url is
+ * its address, count() the connections open through it, cut() drops them
+ * all (new ones still pass), close() stops it.
+ */
+export async function tcpProxy(port) {
+  const socks = new Set();
+  const srv = net.createServer((c) => {
+    const u = net.connect(port, '127.0.0.1');
+    socks.add(c); socks.add(u);
+    c.pipe(u); u.pipe(c);
+    const end = () => { c.destroy(); u.destroy(); socks.delete(c); socks.delete(u); };
+    c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    count: () => socks.size,
+    cut() { for (const s of socks) s.destroy(); socks.clear(); },
+    close() { this.cut(); srv.close(); },
+  };
+}
+
+/**
  * Starts a server of kind with the token and extra options; resolves once
  * ready(url) is true (default: GET /api/kernelspecs with the token answers
  * 200; an https caller gives its own), within 60 s. stop() ends it and its

@@ -20,8 +20,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { connect, connectHttp, startHttp, call, ms, WRAPPED } from './lib.mjs';
-import { startJupyterServer } from './jupyter_server.mjs';
-import net from 'node:net';
+import { startJupyterServer, tcpProxy } from './jupyter_server.mjs';
 
 const SECONDS = Number(process.env.RAT_SOAK_SECONDS || 45);
 const SEED = Number(process.env.RAT_SOAK_SEED || 19);
@@ -238,24 +237,6 @@ async function drained(h, what, stderrOf) {
   }
 }
 
-/** A TCP proxy in front of port: cut() drops every connection through it. */
-async function proxy(port) {
-  const socks = new Set();
-  const srv = net.createServer((c) => {
-    const u = net.connect(port, '127.0.0.1');
-    socks.add(c); socks.add(u);
-    c.pipe(u); u.pipe(c);
-    const end = () => { c.destroy(); u.destroy(); socks.delete(c); socks.delete(u); };
-    c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
-  });
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${srv.address().port}`,
-    cut() { for (const s of socks) s.destroy(); socks.clear(); },
-    close() { this.cut(); srv.close(); },
-  };
-}
-
 /**
  * The gateway worker: a stdio rat-py on a Jupyter Server kernel through a
  * proxy, and its fault: the connections cut (the kernel lives on, rat-py
@@ -264,7 +245,7 @@ async function proxy(port) {
  */
 async function gatewayWorker(rand) {
   const server = await startJupyterServer({ token: GW_TOKEN, kind: 'server' });
-  const p = await proxy(server.port);
+  const p = await tcpProxy(server.port);
   const h = await connect({ args: ['--gateway', p.url, '--log-level', 'info'], env: { JUPYTER_GATEWAY_AUTH_TOKEN: GW_TOKEN } });
   await call(h, 'run', { code: 'import math; d = {"k": [1, 2]}' });
   return {

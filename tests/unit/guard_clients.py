@@ -85,28 +85,26 @@ def replies_to(c, mid, first=60, more=2):
     return out
 
 
-def wait_status(c, mid, state, seconds=60):
+def wait_iopub(c, mid, what, seconds=60):
+    """Whether an iopub message of request mid for which what(m) holds came
+    within seconds (the others are read and dropped)."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
             m = c.get_iopub_msg(timeout=1)
         except queue.Empty:
             continue
-        if m["parent_header"].get("msg_id") == mid and m["msg_type"] == "status" and m["content"]["execution_state"] == state:
+        if m["parent_header"].get("msg_id") == mid and what(m):
             return True
     return False
 
 
-def wait_marker(c, mid, marker, seconds=60):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        try:
-            m = c.get_iopub_msg(timeout=1)
-        except queue.Empty:
-            continue
-        if m["parent_header"].get("msg_id") == mid and m["msg_type"] == "stream" and marker in m["content"]["text"]:
-            return True
-    return False
+def wait_status(c, mid, state):
+    return wait_iopub(c, mid, lambda m: m["msg_type"] == "status" and m["content"]["execution_state"] == state)
+
+
+def wait_marker(c, mid, marker):
+    return wait_iopub(c, mid, lambda m: m["msg_type"] == "stream" and marker in m["content"]["text"])
 
 
 def main():
