@@ -187,6 +187,34 @@ static void s_send_info(kernel_t *self)
     kernel_conn_send(self->conn, KCHAN_SHELL, "kernel_info_request", NULL, NULL, self->info_id);
 }
 
+/* Whether a starting kernel failed to bind its ports, and was started again
+ * on new ones (or died when that failed): another process took one of them
+ * between rat-py picking it and the kernel binding it (connfile_init_local
+ * can only hold them until the kernel starts). ipykernel says so in its log
+ * ("Address already in use") and then often does not exit: its ZeroMQ
+ * context waits at exit on the sockets it did bind, so the kernel hangs,
+ * and only the boot timeout ended it (the 60-minute soak: a restart's
+ * kernel not ready for 40 s). Checked at its exit and while it boots
+ * (s_nudge), at most PORT_RETRIES times. */
+static bool s_port_clash(kernel_t *self)
+{
+    if (self->state != KERNEL_STARTING || !self->proc || self->retries >= PORT_RETRIES)
+        return false;
+    char *tail = kernel_proc_log_tail(self->proc, 4096);
+    bool clash = tail && strstr(tail, "Address already in use");
+    free(tail);
+    if (!clash)
+        return false;
+    log_info("kernel port clash; retrying with new ports");
+    self->retries++;
+    kernel_conn_destroy(&self->conn);
+    kernel_proc_destroy(&self->proc); /* a hung one is killed */
+    char err[512];
+    if (s_launch(self, err, sizeof err) < 0)
+        kernel_die(self, xstrdup(err));
+    return true;
+}
+
 static void s_nudge(loop_t *loop, void *ud)
 {
     kernel_t *self = ud;
@@ -200,6 +228,8 @@ static void s_nudge(loop_t *loop, void *ud)
      * kernel with kernel_info_requests until the handshakes were done. */
     if (self->got_reply && self->got_iopub)
         return;
+    if (!self->got_reply && s_port_clash(self))
+        return; /* s_launch armed the new kernel's own nudge */
     /* Either no reply yet (kernel still booting: ask again, slowly) or a reply
      * came without iopub traffic (the subscription was not there yet). */
     s_send_info(self);
@@ -431,24 +461,8 @@ void kernel_check_exit(kernel_t *self)
         return;
     char how[128];
     kernel_proc_describe(status, how, sizeof how);
-    if (self->state == KERNEL_STARTING && self->retries < PORT_RETRIES) {
-        char *tail = kernel_proc_log_tail(self->proc, 4096);
-        bool clash = tail && strstr(tail, "Address already in use");
-        free(tail);
-        if (clash) {
-            /* Another process took one of our ports between picking and
-             * binding: pick new ones and start again. */
-            log_info("kernel port clash; retrying with new ports");
-            self->retries++;
-            kernel_conn_destroy(&self->conn);
-            kernel_proc_destroy(&self->proc);
-            char err[512];
-            if (s_launch(self, err, sizeof err) == 0)
-                return;
-            kernel_die(self, xstrdup(err));
-            return;
-        }
-    }
+    if (s_port_clash(self))
+        return;
     kernel_die(self, s_exit_reason(self, how));
 }
 

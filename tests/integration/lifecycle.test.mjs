@@ -273,3 +273,49 @@ test('a kernel that never becomes ready times out with a clear error', async () 
     rmSync(jp, { recursive: true, force: true });
   }
 });
+
+// Another process takes one of the kernel's ports between rat-py picking it
+// and the kernel binding it (many kernels starting at once: the 60-minute
+// soak). Here the real ipykernel is made to meet that on its first start: a
+// launcher holds the connection file's iopub port in the kernel's own
+// process, then becomes ipykernel. ipykernel 6 logs "Address already in
+// use" and then hangs (its ZeroMQ context waits at exit): rat-py starts it
+// again on new ports at once, not after its boot timeout.
+test('a kernel whose port another process took as it started is started again on new ports, promptly', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, existsSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const path = await import('node:path');
+  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
+  const once = path.join(jp, 'clashed');
+  mkdirSync(path.join(jp, 'kernels', 'clash'), { recursive: true });
+  writeFileSync(path.join(jp, 'kernels', 'clash', 'launch.py'), `import json, os, socket, sys
+if not os.path.exists(${JSON.stringify(once)}):
+    open(${JSON.stringify(once)}, 'w').close()
+    c = json.load(open(sys.argv[sys.argv.index('-f') + 1]))
+    s = socket.socket()
+    s.bind((c['ip'], c['iopub_port']))
+    s.listen(1)
+    os.set_inheritable(s.fileno(), True)
+os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher'] + sys.argv[1:])
+`);
+  writeFileSync(path.join(jp, 'kernels', 'clash', 'kernel.json'), JSON.stringify({
+    argv: ['/usr/bin/python3', path.join(jp, 'kernels', 'clash', 'launch.py'), '-f', '{connection_file}'],
+    display_name: 'Clash', language: 'python',
+  }));
+  // The boot timeout is far above the bound: only the retry can meet it.
+  const h = await connect({ args: ['--kernel', 'clash', '--boot-timeout', '600', '--log-level', 'info'], env: { JUPYTER_PATH: jp } });
+  try {
+    const t0 = Date.now();
+    const r = await run(h, 'print(6 * 7)', { wait: 120 });
+    const took = Date.now() - t0;
+    assert.ok(existsSync(once), 'the launcher did not hold the port');
+    assert.match(r.text, /^42\n/, r.text);
+    assert.match(h.stderr(), /kernel port clash; retrying with new ports/);
+    // Two starts and the clash seen within a nudge: far under the 60 s
+    // boot timeout that used to end it (about 3 s here when quiet).
+    assert.ok(took < prompt(20000), `${took} ms`);
+  } finally {
+    await h.close();
+    rmSync(jp, { recursive: true, force: true });
+  }
+});
