@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
@@ -322,6 +324,32 @@ typedef struct {
     char *histfile;
 } s_editor_t;
 
+/* A Ctrl-D typed while the terminal was cooked (during a run, when the
+ * REPL reads nothing) waits as the tty's end-of-file: the terminal is
+ * readable, yet holds no byte (FIONREAD leaves end-of-files out). Once
+ * libedit makes the terminal raw, Linux hands it on as a NUL byte. */
+static bool s_eof_waiting(void)
+{
+    struct pollfd p = {.fd = 0, .events = POLLIN};
+    int n = -1;
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN) && ioctl(0, FIONREAD, &n) == 0 && n == 0;
+}
+
+/* Bound to NUL while such an end-of-file waits (s_getline): on an empty
+ * line it is the Ctrl-D it was, and the REPL leaves. Otherwise NUL keeps
+ * libedit's em-set-mark (Ctrl-Space in many terminals): without this the
+ * NUL went into the line unseen, and every later Ctrl-D beeped. */
+static unsigned char s_nul(EditLine *el, int ch)
+{
+    (void)ch;
+    const LineInfo *li = edit_dl.el_line(el);
+    if (li->buffer == li->lastchar) {
+        fputs("^D", stdout);
+        return CC_EOF;
+    }
+    return CC_NORM;
+}
+
 /* One line (without its newline; caller owns), or NULL at EOF. *intr when
  * Ctrl-C was pressed at the prompt. */
 static char *s_getline(s_editor_t *ed, const char *prompt, bool *intr)
@@ -330,6 +358,10 @@ static char *s_getline(s_editor_t *ed, const char *prompt, bool *intr)
     snprintf(s_prompt, sizeof s_prompt, "%s", prompt);
     s_sigint = 0;
     if (ed->el) {
+        /* libedit writes the prompt, then makes the terminal raw: a Ctrl-D
+         * typed before (or in between, a window of microseconds a person
+         * cannot hit) is not one it would see. */
+        edit_dl.el_set(ed->el, EL_BIND, "^@", s_eof_waiting() ? "rat-nul" : "em-set-mark", NULL);
         int count = 0;
         errno = 0;
         const char *l = edit_dl.el_gets(ed->el, &count);
@@ -367,24 +399,6 @@ static char *s_getline(s_editor_t *ed, const char *prompt, bool *intr)
     return buf_take(&b);
 }
 
-/* Bound to NUL. libedit writes the prompt and only then puts the terminal
- * in its raw mode, and the terminal is cooked while a run goes on: a Ctrl-D
- * typed then (ahead of the prompt, or as it appears) is the cooked tty's
- * end-of-file, which Linux hands on as a NUL byte once the mode is raw.
- * On an empty line it is the Ctrl-D it was: leave. Anywhere else a NUL
- * (Ctrl-Space in some terminals) does nothing, where it would otherwise be
- * put in the line unseen and make every later Ctrl-D beep. */
-static unsigned char s_nul(EditLine *el, int ch)
-{
-    (void)ch;
-    const LineInfo *li = edit_dl.el_line(el);
-    if (li->buffer == li->lastchar) {
-        fputs("^D", stdout);
-        return CC_EOF;
-    }
-    return CC_NORM;
-}
-
 static void s_editor_open(s_editor_t *ed, const char *name)
 {
     memset(ed, 0, sizeof *ed);
@@ -416,7 +430,6 @@ static void s_editor_open(s_editor_t *ed, const char *name)
     edit_dl.el_wset(ed->el, EL_ADDFN, L"rat-complete", L"complete from the kernel", s_complete);
     edit_dl.el_set(ed->el, EL_BIND, "^I", "rat-complete", NULL);
     edit_dl.el_wset(ed->el, EL_ADDFN, L"rat-nul", L"a cooked Ctrl-D: leave on an empty line", s_nul);
-    edit_dl.el_set(ed->el, EL_BIND, "^@", "rat-nul", NULL);
     char *dir = mgr_state_dir();
     if (dir) {
         char *hd = xasprintf("%s/history", dir);

@@ -224,6 +224,22 @@ finish()
   assert.doesNotMatch(r.stdout, /\x07/); // no beep
 });
 
+// What a NUL typed at the prompt is otherwise: Ctrl-Space (libedit's
+// em-set-mark), which must not leave the REPL.
+test('rat NAME on a terminal: Ctrl-Space (a NUL) at an empty prompt does not leave the REPL', async () => {
+  const r = await onPty(`
+wait_for(b'py@proj> ')
+time.sleep(0.3)
+os.write(fd, b'\\x00')
+time.sleep(0.3)
+os.write(fd, b'print(6 * 7)\\n')
+wait_for(b'\\n42')
+finish(nudge=True)
+`);
+  assert.equal(r.status, 0, `the REPL did not leave:\n${r.stdout}${r.stderr}`);
+  assert.match(r.stdout, /\r?\n42\r?\n/, r.stdout);
+});
+
 test('Ctrl-C in the REPL interrupts the running code (ctl cancel), and the REPL goes on', async () => {
   const repl = spawn(bin, ['py@proj'], { cwd: proj, env, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '', err = '';
