@@ -208,12 +208,33 @@ async function worker(name, h, rand, deadline, kernels, extra = {}) {
           const log = /kernel log: (\S+)/.exec(s.text)?.[1];
           let tail = '';
           try { tail = log ? readFileSync(log, 'utf8').slice(-2000) : ''; } catch { /* gone */ }
-          why = `\n--- ctl status:\n${s.text}\n--- kernel log (end):\n${tail}`;
+          why = `\n--- ctl status:\n${s.text}\n--- kernel log (end):\n${tail}\n--- kernel threads:\n${threads(/pid (\d+)/.exec(s.text)?.[1])}`;
         } catch (e2) { why = `\n--- ctl status: ${e2.message}`; }
       }
       problem(`${name} ${a.name}: ${e.message}${why}`);
       if (problems.length > 20) return;
     }
+  }
+}
+
+/**
+ * What each thread of process pid is doing (name, state, kernel wait
+ * channel, CPU ticks): a kernel that never comes up logs nothing, and
+ * whether it waits on a lock (futex, flock), a socket, or computes is told
+ * only here.
+ */
+function threads(pid) {
+  if (!pid) return '(no pid)';
+  try {
+    return readdirSync(`/proc/${pid}/task`).map((t) => {
+      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      const f = stat.replace(/^.*\) /s, '').split(' ');
+      let wchan = '';
+      try { wchan = readFileSync(`/proc/${pid}/task/${t}/wchan`, 'utf8'); } catch { /* none */ }
+      return `${t} ${/\((.*)\)/s.exec(stat)?.[1]} ${f[0]} ${wchan} utime=${f[11]} stime=${f[12]}`;
+    }).join('\n');
+  } catch (e) {
+    return `(${e.code ?? e.message})`;
   }
 }
 
