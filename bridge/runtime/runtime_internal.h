@@ -259,12 +259,12 @@ struct runtime {
      * a request not ours (another client's, an earlier run's) is work, not
      * silence. */
     bool kernel_busy;
-    /* The request of rat-py's own (a look, a snapshot, a completion:
-     * short and bounded) the kernel said busy for last, and when rat-py
-     * sent it; "" when its last busy was for anything else. Kept until
+    /* Whether the kernel's last busy was for a request of rat-py's own (a
+     * look, a snapshot, a completion: short and bounded), and when rat-py
+     * sent that request; false for anything else. Kept until
      * the kernel's idle, not its reply: ipykernel 7 sends the reply before
      * its post_handler_hook (doc/kernels.md "An interrupt as a run ends"). */
-    char kernel_busy_req[WIRE_ID_LEN + 1];
+    bool kernel_busy_own;
     int64_t kernel_busy_sent_ms;
     int64_t kernel_status_us;      /* when that status came, 0: none yet */
 };

@@ -134,7 +134,7 @@ static const rt_req_t *s_own(const runtime_t *self, const char *parent_id)
  * before its post_handler_hook), and a signal then lands in that hook. */
 bool rt_watchdog_busy_own(const runtime_t *self)
 {
-    return self->kernel_busy && self->kernel_busy_req[0] && self->kernel && kernel_heartbeat_ok(self->kernel) &&
+    return self->kernel_busy && self->kernel_busy_own && self->kernel && kernel_heartbeat_ok(self->kernel) &&
            loop_now_ms() - self->kernel_busy_sent_ms < HELPER_TIMEOUT_MS;
 }
 
@@ -149,15 +149,15 @@ void rt_watchdog_status(runtime_t *self, const wire_msg_t *m)
         return;
     if (strcmp(st, "busy") == 0) {
         self->kernel_busy = true;
-        self->kernel_busy_req[0] = '\0';
+        self->kernel_busy_own = false;
         const rt_req_t *r = s_own(self, m->parent_id);
         if (r) {
-            snprintf(self->kernel_busy_req, sizeof self->kernel_busy_req, "%s", m->parent_id);
+            self->kernel_busy_own = true;
             self->kernel_busy_sent_ms = r->sent_ms;
         }
     } else if (strcmp(st, "idle") == 0) {
         self->kernel_busy = false;
-        self->kernel_busy_req[0] = '\0';
+        self->kernel_busy_own = false;
     } else {
         return;
     }
@@ -169,7 +169,7 @@ void rt_watchdog_reset(runtime_t *self)
     loop_timer_cancel(self->loop, self->watchdog_timer);
     self->watchdog_timer = 0;
     self->kernel_busy = false;
-    self->kernel_busy_req[0] = '\0';
+    self->kernel_busy_own = false;
     self->kernel_status_us = 0;
     s_clear(self, "was replaced");
 }
