@@ -28,6 +28,9 @@
 #define HB_INTERVAL_MS 1000
 #define HB_TOLERANCE_MS 3000
 #define PORT_RETRIES 3
+/* See s_redial. */
+#define CHANS_GRACE_MS 3000
+#define REDIALS 3
 /* An interrupt is complete once the kernel answered interrupt_request on
  * control, or the gateway answered its POST; after these it is taken as
  * done regardless (a kernel that never answers one, a gateway that hangs),
@@ -215,19 +218,64 @@ static bool s_port_clash(kernel_t *self)
     return true;
 }
 
+/* Whether a starting kernel's channels were connected again: its heartbeat
+ * answers (ipykernel binds the heartbeat last, so all its ports are bound),
+ * yet CHANS_GRACE_MS later not every socket has finished its handshake. One
+ * of rat-py's sockets, connecting every 10 ms while the kernel starts, then
+ * met another process's socket on that port, before the kernel bound it
+ * (most often another kernel's IOPub pipe: a PULL socket ipykernel binds on
+ * a port the system picks, which may be one rat-py picked and let go). Of a
+ * peer of the wrong type libzmq makes a protocol error, and it never tries
+ * that socket again: the kernel was healthy, and never ready (the
+ * 60-minute soak: a restart's kernel not ready within 20 s, its log
+ * empty). A heartbeat socket is made again by kernel_zmq itself. At most
+ * REDIALS times a launch; then the boot timeout decides. */
+static bool s_redial(kernel_t *self)
+{
+    if (self->gw || !self->conn || self->chans_up || self->redials >= REDIALS)
+        return false;
+    kconn_stats_t st;
+    self->conn->ops->stats(self->conn, &st);
+    if (st.hb_rtt_us < 0)
+        return false; /* no answer yet on this connection: maybe still binding */
+    int64_t now = loop_now_ms();
+    if (!self->answered_ms)
+        self->answered_ms = now;
+    if (now - self->answered_ms < CHANS_GRACE_MS)
+        return false;
+    log_info("the kernel answers its heartbeat, yet not all its channels connected within %d s: connecting its "
+             "channels again",
+             CHANS_GRACE_MS / 1000);
+    self->redials++;
+    kernel_conn_destroy(&self->conn);
+    char err[512];
+    self->conn = s_new_conn(self, err, sizeof err);
+    if (!self->conn) {
+        kernel_die(self, xstrdup(err));
+        return true;
+    }
+    kernel_chans_connect(self);
+    return true;
+}
+
 static void s_nudge(loop_t *loop, void *ud)
 {
     kernel_t *self = ud;
     self->nudge_timer = 0;
     if (self->state != KERNEL_STARTING)
         return;
+    if (s_redial(self))
+        return; /* kernel_chans_connect armed the new connection's nudge */
     /* Reply and iopub are in: only the channels' handshakes are missing, and
      * kernel_on_conn_event finishes when they are done (the boot timer guards).
      * Asking again would not help; it used to re-arm at 0 ms here (iopub
      * came before the first reply, so proof_ms was never set) and flood the
-     * kernel with kernel_info_requests until the handshakes were done. */
-    if (self->got_reply && self->got_iopub)
+     * kernel with kernel_info_requests until the handshakes were done. Only
+     * s_redial looks again, once a nudge interval. */
+    if (self->got_reply && self->got_iopub) {
+        self->nudge_timer = loop_timer(loop, NUDGE_INTERVAL_MS, s_nudge, self);
         return;
+    }
     if (!self->got_reply && s_port_clash(self))
         return; /* s_launch armed the new kernel's own nudge */
     /* Either no reply yet (kernel still booting: ask again, slowly) or a reply
@@ -485,6 +533,7 @@ void kernel_chans_connect(kernel_t *self)
 {
     self->got_reply = self->got_iopub = self->chans_up = false;
     self->proof_ms = 0;
+    self->answered_ms = 0;
     s_send_info(self);
     loop_timer_cancel(self->loop, self->nudge_timer);
     self->nudge_timer = loop_timer(self->loop, NUDGE_INTERVAL_MS, s_nudge, self);
@@ -499,6 +548,7 @@ static int s_launch(kernel_t *self, char *err, size_t errlen)
     if (connfile_init_local(&self->ci, "", err, errlen) < 0)
         return -1;
     unsigned n = ++seq;
+    self->redials = 0;
     /* A relaunch (port clash) leaves nothing behind: the previous attempt's
      * connection file holds a key, and its log would pile up. */
     if (self->owned_file && self->conn_path)

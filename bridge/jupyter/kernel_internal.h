@@ -49,6 +49,8 @@ struct kernel {
     char **env_extra;             /* owned copy */
     char *cwd;                    /* owned copy */
     int retries;
+    int redials;                  /* s_redial's, this launch */
+    int64_t answered_ms;          /* the heartbeat first answered on this connection (0: not yet) */
     kernel_conn_factory_fn *connect; /* NULL: kernel_zmq_new */
     void *connect_ud;
     /* Lifetime (kernel.h): depth counts our frames that called a handler

@@ -23,7 +23,7 @@ typedef struct {
     kchan_t ch;
     zsock_t *sock;
     int watch;
-    zsock_t *mon;     /* PAIR receiving this DEALER's monitor events, or NULL */
+    zsock_t *mon;     /* PAIR receiving this socket's monitor events, or NULL */
     int mon_watch;
     bool up;          /* ZMTP handshake done: the kernel can route to us */
 } s_chan_t;
@@ -34,6 +34,7 @@ struct s_zconn {
     s_chan_t chans[KCHAN_COUNT];
     zsock_t *hb;                   /* REQ socket */
     int hb_watch;
+    char hb_ep[300];               /* its endpoint, to connect a new one (s_hb_redial) */
     uint64_t hb_timer;
     int hb_interval, hb_tolerance; /* ms; 0 = off */
     int64_t hb_sent_us;            /* when the unanswered ping went out, 0 if none */
@@ -149,11 +150,11 @@ static void s_monitor_end(s_zconn_t *self, s_chan_t *c)
     zsock_destroy(&c->mon);
 }
 
-/* Ends the monitors once all three handshakes are done: nothing reads their
+/* Ends the monitors once all four handshakes are done: nothing reads their
  * events after the kernel is ready (kernel.c waits for KCONN_UP while
  * starting only; a restart makes a new connection), and each monitor is an
  * inproc PAIR with its pipes: ~125 KB of an idle rat-py's live heap for
- * the three (massif).
+ * three (massif); the fourth, iopub's, goes with them.
  * Safe inside a monitor's own callback: the loop skips an unwatched watch,
  * and no other code holds these sockets. */
 static void s_monitors_end(s_zconn_t *self)
@@ -165,7 +166,10 @@ static void s_monitors_end(s_zconn_t *self)
 /* A kernel's ROUTER silently drops messages for a peer whose handshake has
  * not finished, so an input_request sent to a stdin DEALER that is still
  * (re)connecting is lost and the kernel waits forever. The monitor tells us
- * when each DEALER's handshake is done; the kernel is not ready before. */
+ * when each socket's handshake is done; the kernel is not ready before.
+ * iopub's SUB is watched too: a handshake that never comes is how kernel.c
+ * (s_redial) learns that a socket met another process's socket of the wrong
+ * type on the kernel's port, which libzmq never tries again. */
 static void s_on_monitor(loop_t *loop, void *ud, int revents)
 {
     s_chan_t *c = ud;
@@ -184,7 +188,8 @@ static void s_on_monitor(loop_t *loop, void *ud, int revents)
         zframe_destroy(&ev);
         zsock_flush(c->mon); /* the address */
     }
-    bool all = self->chans[KCHAN_SHELL].up && self->chans[KCHAN_CONTROL].up && self->chans[KCHAN_STDIN].up;
+    bool all = self->chans[KCHAN_SHELL].up && self->chans[KCHAN_CONTROL].up && self->chans[KCHAN_STDIN].up &&
+               self->chans[KCHAN_IOPUB].up;
     if (all && !self->all_up) {
         self->all_up = true;
         s_monitors_end(self);
@@ -250,6 +255,25 @@ static void s_hb_readable(loop_t *loop, void *ud, int revents)
     }
 }
 
+static zsock_t *s_socket(int type, const char *identity);
+
+/* A ping unanswered past the tolerance: the heartbeat socket is made again
+ * before the next. A kernel that is merely slow or stopped answers the new
+ * one as it would have the old; but a REQ that met another process's socket
+ * of the wrong type on the port (before the kernel bound it: see
+ * s_on_monitor) is never connected again by libzmq, and the kernel's
+ * heartbeat would look lost for its whole life. */
+static void s_hb_redial(s_zconn_t *self)
+{
+    loop_unwatch(self->loop, self->hb_watch);
+    zsock_destroy(&self->hb);
+    self->hb = s_socket(ZMQ_REQ, NULL);
+    self->hb_watch = loop_watch_zsock(self->loop, self->hb, ZMQ_POLLIN, s_hb_readable, self);
+    if (zsock_connect(self->hb, "%s", self->hb_ep) < 0)
+        log_warn("heartbeat: cannot connect to %s: %s", self->hb_ep, zmq_strerror(errno));
+    log_debug("heartbeat: no answer; connecting again");
+}
+
 static void s_hb_tick(loop_t *loop, void *ud)
 {
     s_zconn_t *self = ud;
@@ -263,11 +287,16 @@ static void s_hb_tick(loop_t *loop, void *ud)
             if (self->base.on_event)
                 self->base.on_event(self->base.ud, KCONN_HB_LOST);
         }
-        self->hb_sent_us = 0; /* REQ_RELAXED lets us ping again */
+        self->hb_sent_us = 0;
+        s_hb_redial(self);
     }
     if (!self->hb_sent_us) {
-        if (zstr_send(self->hb, "ping") == 0)
-            self->hb_sent_us = now;
+        /* A ping that cannot be sent counts as unanswered: a REQ whose only
+         * peer libzmq dropped for good (s_hb_redial) has no pipe to send
+         * into, and would otherwise never be found silent. */
+        if (zstr_send(self->hb, "ping") != 0)
+            log_debug("heartbeat: cannot send a ping: %s", zmq_strerror(errno));
+        self->hb_sent_us = now;
         loop_watch_kick(self->loop, self->hb_watch);
     }
     self->hb_timer = loop_timer(self->loop, self->hb_interval, s_hb_tick, self);
@@ -370,10 +399,11 @@ static int s_connect_to(zsock_t *s, const connfile_t *ci, int which, char *err, 
 }
 
 /* A kernel's ROUTER silently drops messages for a peer whose handshake has
- * not finished (see s_on_monitor), so each DEALER is monitored from before
- * its connect (with a kernel already listening, as when attaching, the
- * handshake can finish at once, and a monitor started after it would never
- * report it: issue 14 item 3) until the three handshakes are done
+ * not finished (see s_on_monitor), so each socket but the heartbeat's is
+ * monitored from before its connect (with a kernel already listening, as
+ * when attaching, the handshake can finish at once, and a monitor started
+ * after it would never report it: issue 14 item 3) until the four
+ * handshakes are done
  * (s_monitors_end), a few milliseconds into a kernel's life.
  *
  * libzmq's zmq_socket_monitor, read through a czmq PAIR on the loop, not
@@ -384,8 +414,13 @@ static int s_connect_to(zsock_t *s, const connfile_t *ci, int which, char *err, 
  * 530-750 ms to exit, against 320-500 ms (issue 29). */
 static zsock_t *s_monitor(s_zconn_t *self, s_chan_t *c, char *err, size_t errlen)
 {
+    /* A name never used before in this process: the endpoint of a monitor
+     * just stopped stays bound until libzmq's reaper closes its socket, and
+     * a connection made again at once (s_redial, a port clash) may sit at
+     * the same address as the one it replaces. */
+    static unsigned long seq;
     char addr[96];
-    snprintf(addr, sizeof addr, "inproc://rat-monitor-%p-%d", (void *)self, (int)c->ch);
+    snprintf(addr, sizeof addr, "inproc://rat-monitor-%lu-%d", ++seq, (int)c->ch);
     if (zmq_socket_monitor(zsock_resolve(c->sock), addr, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) < 0) {
         snprintf(err, errlen, "cannot monitor the %s socket: %s", kernel_conn_channel_name(c->ch), zmq_strerror(errno));
         return NULL;
@@ -427,14 +462,12 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, const connfile_t *ci, kernel_conn_ms
         c->ch = i;
         c->sock = s_socket(types[i], types[i] == ZMQ_DEALER ? self->session : NULL);
         c->watch = loop_watch_zsock(loop, c->sock, ZMQ_POLLIN, s_on_readable, c);
-        if (types[i] == ZMQ_DEALER) {
-            c->mon = s_monitor(self, c, err, errlen);
-            if (!c->mon) {
-                s_destroy(&self->base);
-                return NULL;
-            }
-            c->mon_watch = loop_watch_zsock(loop, c->mon, ZMQ_POLLIN, s_on_monitor, c);
+        c->mon = s_monitor(self, c, err, errlen);
+        if (!c->mon) {
+            s_destroy(&self->base);
+            return NULL;
         }
+        c->mon_watch = loop_watch_zsock(loop, c->mon, ZMQ_POLLIN, s_on_monitor, c);
         if (s_connect_to(c->sock, ci, ports[i], err, errlen) < 0) {
             s_destroy(&self->base);
             return NULL;
@@ -442,6 +475,7 @@ kernel_conn_t *kernel_zmq_new(loop_t *loop, const connfile_t *ci, kernel_conn_ms
     }
     self->hb = s_socket(ZMQ_REQ, NULL);
     self->hb_watch = loop_watch_zsock(loop, self->hb, ZMQ_POLLIN, s_hb_readable, self);
+    connfile_endpoint(ci, CONN_HB, self->hb_ep, sizeof self->hb_ep);
     if (s_connect_to(self->hb, ci, CONN_HB, err, errlen) < 0) {
         s_destroy(&self->base);
         return NULL;

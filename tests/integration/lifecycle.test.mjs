@@ -274,6 +274,77 @@ test('a kernel that never becomes ready times out with a clear error', async () 
   }
 });
 
+// Before the kernel binds its ports, rat-py's sockets are already
+// connecting to them (every 10 ms), and another process may hold one of the
+// ports for that moment: most often another kernel's IOPub pipe, a PULL
+// socket ipykernel binds on a port the system picks. libzmq then meets a
+// peer of the wrong type and never tries that socket again, though the
+// kernel binds the port a moment later: the soak's restart "not ready" with
+// a healthy kernel and an empty log. Here a launcher holds three of the
+// ports with such sockets (PULL on shell and heartbeat, ROUTER on iopub)
+// until rat-py's sockets have met them, lets go, and becomes ipykernel.
+test('a socket that met another process on its port before the kernel bound it connects again, promptly', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, existsSync, readFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const path = await import('node:path');
+  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
+  const met = path.join(jp, 'met');
+  mkdirSync(path.join(jp, 'kernels', 'squat'), { recursive: true });
+  writeFileSync(path.join(jp, 'kernels', 'squat', 'launch.py'), `import json, os, sys, time
+import zmq
+if not os.path.exists(${JSON.stringify(met)}):
+    c = json.load(open(sys.argv[sys.argv.index('-f') + 1]))
+    ctx = zmq.Context()
+    socks = []
+    for name, kind in (('shell_port', zmq.PULL), ('iopub_port', zmq.ROUTER), ('hb_port', zmq.PULL)):
+        s = ctx.socket(kind)
+        s.linger = 0
+        s.bind('tcp://%s:%d' % (c['ip'], c[name]))
+        m = s.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        socks.append((s, m))
+    # Until rat-py's socket came to each port and its handshake failed, as
+    # the wrong type of peer (bounded: 60 s).
+    deadline = time.time() + 60
+    for s, m in socks:
+        while time.time() < deadline and not m.poll(100):
+            pass
+    open(${JSON.stringify(met)}, 'w').write('%d' % all(m.poll(0) for s, m in socks))
+    for s, m in socks:
+        s.disable_monitor()
+        m.close(0)
+        s.close(0)
+    ctx.term()
+os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher'] + sys.argv[1:])
+`);
+  writeFileSync(path.join(jp, 'kernels', 'squat', 'kernel.json'), JSON.stringify({
+    argv: ['/usr/bin/python3', path.join(jp, 'kernels', 'squat', 'launch.py'), '-f', '{connection_file}'],
+    display_name: 'Squat', language: 'python',
+  }));
+  // The boot timeout is far above the bound: only connecting again can meet it.
+  const h = await connect({ args: ['--kernel', 'squat', '--boot-timeout', '600', '--log-level', 'info'], env: { JUPYTER_PATH: jp } });
+  try {
+    const t0 = Date.now();
+    const r = await run(h, 'print(6 * 7)', { wait: 120 });
+    const took = Date.now() - t0;
+    assert.equal(existsSync(met) && readFileSync(met, 'utf8'), '1', 'the launcher did not meet all three of rat-py\'s sockets');
+    assert.match(r.text, /^42\n/, r.text);
+    // The heartbeat's socket is made again (its silence would last the
+    // kernel's whole life), then the channels.
+    assert.match(h.stderr(), /kernel heartbeat lost\n.*kernel heartbeat back\n/);
+    assert.match(h.stderr(), /connecting its channels again/);
+    assert.doesNotMatch(h.stderr(), /port clash/);
+    // The heartbeat's tolerance (3 s), then the channels' grace (3 s):
+    // far under the boot timeout that used to end it (about 9 s when quiet).
+    assert.ok(took < prompt(25000), `${took} ms`);
+    // And the kernel works as any: its output comes over iopub.
+    const r2 = await run(h, 'import sys; print("out", file=sys.stdout)');
+    assert.match(r2.text, /^out\n/, r2.text);
+  } finally {
+    await h.close();
+    rmSync(jp, { recursive: true, force: true });
+  }
+});
+
 // Another process takes one of the kernel's ports between rat-py picking it
 // and the kernel binding it (many kernels starting at once: the 60-minute
 // soak). Here the real ipykernel is made to meet that on its first start: a
