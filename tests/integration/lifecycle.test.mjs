@@ -274,6 +274,37 @@ test('a kernel that never becomes ready times out with a clear error', async () 
   }
 });
 
+/**
+ * A kernelspec `name` in a fresh JUPYTER_PATH whose launcher runs `first`
+ * (Python, indented 4, with `c` the connection file's contents and `marker`
+ * a file it must write) on the kernel's first start only, in the kernel's
+ * own process, then becomes the real ipykernel; and a rat-py session on it
+ * whose boot timeout is far above any bound (only rat-py's recovery can
+ * meet one). Returns { h, marker, cleanup }.
+ */
+async function firstStartSession(name, first) {
+  const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const path = await import('node:path');
+  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
+  const marker = path.join(jp, 'first-start');
+  const dir = path.join(jp, 'kernels', name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'launch.py'), `import json, os, sys
+marker = ${JSON.stringify(marker)}
+if not os.path.exists(marker):
+    c = json.load(open(sys.argv[sys.argv.index('-f') + 1]))
+${first}
+os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher'] + sys.argv[1:])
+`);
+  writeFileSync(path.join(dir, 'kernel.json'), JSON.stringify({
+    argv: ['/usr/bin/python3', path.join(dir, 'launch.py'), '-f', '{connection_file}'],
+    display_name: name, language: 'python',
+  }));
+  const h = await connect({ args: ['--kernel', name, '--boot-timeout', '600', '--log-level', 'info'], env: { JUPYTER_PATH: jp } });
+  return { h, marker, async cleanup() { await h.close(); rmSync(jp, { recursive: true, force: true }); } };
+}
+
 // Before the kernel binds its ports, rat-py's sockets are already
 // connecting to them (every 10 ms), and another process may hold one of the
 // ports for that moment: most often another kernel's IOPub pipe, a PULL
@@ -284,49 +315,32 @@ test('a kernel that never becomes ready times out with a clear error', async () 
 // ports with such sockets (PULL on shell and heartbeat, ROUTER on iopub)
 // until rat-py's sockets have met them, lets go, and becomes ipykernel.
 test('a socket that met another process on its port before the kernel bound it connects again, promptly', async () => {
-  const { mkdtempSync, mkdirSync, writeFileSync, existsSync, readFileSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const path = await import('node:path');
-  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
-  const met = path.join(jp, 'met');
-  mkdirSync(path.join(jp, 'kernels', 'squat'), { recursive: true });
-  writeFileSync(path.join(jp, 'kernels', 'squat', 'launch.py'), `import json, os, sys, time
-import zmq
-if not os.path.exists(${JSON.stringify(met)}):
-    c = json.load(open(sys.argv[sys.argv.index('-f') + 1]))
+  const { existsSync, readFileSync } = await import('node:fs');
+  const { h, marker, cleanup } = await firstStartSession('squat', `    import time, zmq
     ctx = zmq.Context()
     socks = []
     for name, kind in (('shell_port', zmq.PULL), ('iopub_port', zmq.ROUTER), ('hb_port', zmq.PULL)):
         s = ctx.socket(kind)
         s.linger = 0
         s.bind('tcp://%s:%d' % (c['ip'], c[name]))
-        m = s.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-        socks.append((s, m))
+        socks.append((s, s.get_monitor_socket(zmq.EVENT_DISCONNECTED)))
     # Until rat-py's socket came to each port and its handshake failed, as
     # the wrong type of peer (bounded: 60 s).
     deadline = time.time() + 60
     for s, m in socks:
         while time.time() < deadline and not m.poll(100):
             pass
-    open(${JSON.stringify(met)}, 'w').write('%d' % all(m.poll(0) for s, m in socks))
+    open(marker, 'w').write('%d' % all(m.poll(0) for s, m in socks))
     for s, m in socks:
         s.disable_monitor()
         m.close(0)
         s.close(0)
-    ctx.term()
-os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher'] + sys.argv[1:])
-`);
-  writeFileSync(path.join(jp, 'kernels', 'squat', 'kernel.json'), JSON.stringify({
-    argv: ['/usr/bin/python3', path.join(jp, 'kernels', 'squat', 'launch.py'), '-f', '{connection_file}'],
-    display_name: 'Squat', language: 'python',
-  }));
-  // The boot timeout is far above the bound: only connecting again can meet it.
-  const h = await connect({ args: ['--kernel', 'squat', '--boot-timeout', '600', '--log-level', 'info'], env: { JUPYTER_PATH: jp } });
+    ctx.term()`);
   try {
     const t0 = Date.now();
     const r = await run(h, 'print(6 * 7)', { wait: 120 });
     const took = Date.now() - t0;
-    assert.equal(existsSync(met) && readFileSync(met, 'utf8'), '1', 'the launcher did not meet all three of rat-py\'s sockets');
+    assert.equal(existsSync(marker) && readFileSync(marker, 'utf8'), '1', 'the launcher did not meet all three of rat-py\'s sockets');
     assert.match(r.text, /^42\n/, r.text);
     // The heartbeat's socket is made again (its silence would last the
     // kernel's whole life), then the channels.
@@ -340,8 +354,7 @@ os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher'] + sys.argv
     const r2 = await run(h, 'import sys; print("out", file=sys.stdout)');
     assert.match(r2.text, /^out\n/, r2.text);
   } finally {
-    await h.close();
-    rmSync(jp, { recursive: true, force: true });
+    await cleanup();
   }
 });
 
@@ -353,40 +366,24 @@ os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher'] + sys.argv
 // use" and then hangs (its ZeroMQ context waits at exit): rat-py starts it
 // again on new ports at once, not after its boot timeout.
 test('a kernel whose port another process took as it started is started again on new ports, promptly', async () => {
-  const { mkdtempSync, mkdirSync, writeFileSync, existsSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const path = await import('node:path');
-  const jp = mkdtempSync(path.join(tmpdir(), 'rat-jp-'));
-  const once = path.join(jp, 'clashed');
-  mkdirSync(path.join(jp, 'kernels', 'clash'), { recursive: true });
-  writeFileSync(path.join(jp, 'kernels', 'clash', 'launch.py'), `import json, os, socket, sys
-if not os.path.exists(${JSON.stringify(once)}):
-    open(${JSON.stringify(once)}, 'w').close()
-    c = json.load(open(sys.argv[sys.argv.index('-f') + 1]))
+  const { existsSync } = await import('node:fs');
+  const { h, marker, cleanup } = await firstStartSession('clash', `    import socket
+    open(marker, 'w').close()
     s = socket.socket()
     s.bind((c['ip'], c['iopub_port']))
     s.listen(1)
-    os.set_inheritable(s.fileno(), True)
-os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher'] + sys.argv[1:])
-`);
-  writeFileSync(path.join(jp, 'kernels', 'clash', 'kernel.json'), JSON.stringify({
-    argv: ['/usr/bin/python3', path.join(jp, 'kernels', 'clash', 'launch.py'), '-f', '{connection_file}'],
-    display_name: 'Clash', language: 'python',
-  }));
-  // The boot timeout is far above the bound: only the retry can meet it.
-  const h = await connect({ args: ['--kernel', 'clash', '--boot-timeout', '600', '--log-level', 'info'], env: { JUPYTER_PATH: jp } });
+    os.set_inheritable(s.fileno(), True)`);
   try {
     const t0 = Date.now();
     const r = await run(h, 'print(6 * 7)', { wait: 120 });
     const took = Date.now() - t0;
-    assert.ok(existsSync(once), 'the launcher did not hold the port');
+    assert.ok(existsSync(marker), 'the launcher did not hold the port');
     assert.match(r.text, /^42\n/, r.text);
     assert.match(h.stderr(), /kernel port clash; retrying with new ports/);
     // Two starts and the clash seen within a nudge: far under the 60 s
     // boot timeout that used to end it (about 3 s here when quiet).
     assert.ok(took < prompt(20000), `${took} ms`);
   } finally {
-    await h.close();
-    rmSync(jp, { recursive: true, force: true });
+    await cleanup();
   }
 });
