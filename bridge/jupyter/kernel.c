@@ -235,7 +235,7 @@ static bool s_redial(kernel_t *self)
     if (self->gw || !self->conn || self->chans_up || self->redials >= REDIALS)
         return false;
     kconn_stats_t st;
-    self->conn->ops->stats(self->conn, &st);
+    kernel_conn_stats(self->conn, &st);
     if (st.hb_rtt_us < 0)
         return false; /* no answer yet on this connection: maybe still binding */
     int64_t now = loop_now_ms();
