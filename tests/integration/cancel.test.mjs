@@ -3,11 +3,15 @@
 // started, a stopped kernel, ctl wait after a cancel.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, run, ctl, call, kernelPid, until, ms } from './lib.mjs';
+import { connect, run, ctl, call, kernelPid, until, ms, WRAPPED } from './lib.mjs';
 
 const sleep = (t) => new Promise((r) => setTimeout(r, t));
 // Every answer a cancel may give, each saying what really happened.
 const VERDICT = /^(CANCELLED exec #\d+(: lost by the kernel after an interrupt .*)?|CANCELLED before it started|NOT CANCELLED: exec #\d+ ended on its own .*|No active execution\.)$/;
+// Under valgrind rat-py's own 5 s wait for an interrupted run to end is not
+// scaled as the tests' bounds are (ms()): the clean-clone run beside two
+// soaks (load 7) once saw it pass, truly said. The next run must still work.
+const verdict = (t) => VERDICT.test(t) || (WRAPPED && /^exec #\d+ did not stop within 5 s of the interrupt /.test(t));
 
 test('run, cancel at once, run: the queue never wedges (ipykernel drops a request interrupted while it dispatches)', async () => {
   const h = await connect();
@@ -20,7 +24,7 @@ test('run, cancel at once, run: the queue never wedges (ipykernel drops a reques
       await run(h, 'import time; time.sleep(0.02)', { wait: 0 });
       await sleep(i % 40);
       const c = await ctl(h, 'cancel');
-      assert.match(c.text, VERDICT);
+      assert.ok(verdict(c.text), c.text);
       const t0 = Date.now();
       const r = await run(h, `print('alive${i}')`, { wait: 10 });
       assert.match(r.text, new RegExp(`^alive${i}\\n(.*\\n)*\\n✓ `), `round ${i} (cancel said ${c.text}): ${r.text}\n${(await ctl(h, 'status')).text}`);
