@@ -742,10 +742,58 @@ def _restore_streams():
 
 def _pre_run_cell(info=None):
     """Before every (non-silent) execution: shorter stream messages, for
-    rat-py's runs only."""
-    _restore_streams()   # a run that never reached post_run_cell
-    if _mine():
-        _shorten_streams()
+    rat-py's runs only.
+
+    A cancel's SIGINT can land here: rat-py signals a queued run as soon as
+    the kernel takes it (its busy status), and ipykernel's SIGINT handler is
+    default_int_handler from pre_handler_hook on. IPython's event trigger
+    catches a KeyboardInterrupt in a callback, prints "Error in callback",
+    and runs the cell: the cancel would be lost. Caught here, it cuts the
+    cell instead (_CellCut), so the code does not run and the run ends in
+    KeyboardInterrupt, as an interrupt at its first line would."""
+    try:
+        _uncut_cells()
+        _restore_streams()   # a run that never reached post_run_cell
+        if _mine():
+            _shorten_streams()
+    except KeyboardInterrupt:
+        _interrupt_cell()
+
+
+class _CellCut:
+    """An IPython AST transformer for one cell, the one whose pre_run_cell
+    was interrupted: its body becomes `raise KeyboardInterrupt`. It stays
+    in the shell's ast_transformers only until that cell's post_run_cell
+    (or the next pre_run_cell, or the last rat-py's detach), and leaves any
+    other cell as it is."""
+
+    _rat_hook = True
+
+    def __init__(self, request):
+        self.request = request
+
+    def visit(self, node):
+        import ast
+        body = getattr(node, "body", None)
+        if not body or _request_id() != self.request:
+            return node
+        stmt = ast.Raise(exc=ast.Name(id="KeyboardInterrupt", ctx=ast.Load()), cause=None)
+        node.body = [ast.copy_location(stmt, body[0])]
+        return node
+
+
+def _interrupt_cell():
+    ip = _shell()
+    ts = getattr(ip, "ast_transformers", None)
+    if isinstance(ts, list):
+        ts.append(_CellCut(_request_id()))
+
+
+def _uncut_cells(ip=None):
+    """Takes every _CellCut out (this install's and earlier ones')."""
+    ts = getattr(ip if ip is not None else _shell(), "ast_transformers", None)
+    if isinstance(ts, list):
+        ts[:] = [t for t in ts if not getattr(t, "_rat_hook", False)]
 
 
 def _post_run_cell(result):
@@ -754,7 +802,23 @@ def _post_run_cell(result):
     alone, where a user_expression would also go through IPython's whole
     display formatter (several times the cost), and it comes back after
     errors too. Another client's execution gets nothing: no payload, no
-    snapshot taken."""
+    snapshot taken.
+
+    A cancel's SIGINT that lands here comes after the code ended: it is
+    dropped (IPython's trigger would print "Error in callback" into the
+    run's output and lose the snapshot) and the work done again, once; all
+    of it may be repeated (single=True replaces the payload)."""
+    try:
+        _after_run(result)
+    except KeyboardInterrupt:
+        try:
+            _after_run(result)
+        except KeyboardInterrupt:
+            pass
+
+
+def _after_run(result):
+    _uncut_cells()
     _restore_streams()
     if not _mine():
         return
@@ -794,6 +858,7 @@ def _unhook(ip):
     """Takes every rat-py hook out (this install's and earlier ones'),
     returning the owners the earlier ones served."""
     carried = []
+    _uncut_cells(ip)
     for event in ("pre_run_cell", "post_run_cell"):
         callbacks = ip.events.callbacks.get(event, [])
         for cb in list(callbacks):

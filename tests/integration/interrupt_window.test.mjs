@@ -56,6 +56,18 @@ function widen(hook) {
   return `import time\n_k = get_ipython().kernel\n_o = type(_k).${hook}_handler_hook\ndef _widened(self=_k):\n${inside}_k.${hook}_handler_hook = _widened\ndel _k, _widened`;
 }
 
+// The same for a function of rat-py's helper module (`_rat`), which its
+// pre_run_cell and post_run_cell callbacks look up at each call.
+function widenHelper(fn) {
+  return `import sys, time\n_r = sys.modules['_rat']\n_o = _r.${fn}
+def _widened(_o=_o):
+    if get_ipython().kernel.__dict__.pop('_rat_test_armed', False):
+        print('in-window', flush=True)
+        time.sleep(${WINDOW_S})
+    return _o()
+_r.${fn} = _widened\ndel _r, _o, _widened`;
+}
+
 async function inWindow(h, code) {
   const running = run(h, code, { wait: 60 });
   await until(() => h.logs.some((l) => /in-window/.test(String(l.data))), ms(20000), 'the kernel to enter the window');
@@ -92,6 +104,48 @@ test('a cancel whose SIGINT lands between pre_handler_hook and the handler: the 
     assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
     const after = await run(h, 'print("v is", v)');
     assert.match(after.text, /^v is 1\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
+// IPython's event trigger catches a KeyboardInterrupt in a pre_run_cell
+// callback, prints "Error in callback", and runs the cell; rat-py's own
+// callback (rat_helper.py) is where a cancel signalled on the run's busy
+// status lands when the kernel is quick to reach it (CI, loaded): the cancel
+// was lost and the code ran. The helper cuts the cell instead.
+test("a cancel whose SIGINT lands in rat-py's pre_run_cell callback: the code does not run, the kernel lives, the next run works", async () => {
+  const h = await connect();
+  try {
+    await run(h, `v = 1\n${widenHelper('_shorten_streams')}`);
+    const pid = await kernelPid(h);
+    await run(h, 'get_ipython().kernel._rat_test_armed = True');
+    const { c, r } = await inWindow(h, "v = 2\nprint('ran')");
+    assert.match(c.text, /^CANCELLED /, c.text);
+    assert.match(r.text, /^in-window\n(.*\n)*KeyboardInterrupt/, r.text);
+    assert.doesNotMatch(r.text, /Error in callback|^ran$/m, r.text);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const after = await run(h, 'print("v is", v, len(get_ipython().ast_transformers))');
+    assert.match(after.text, /^v is 1 0\n(.*\n)*\n✓ /, after.text);
+  } finally {
+    await h.close();
+  }
+});
+
+// A cancel as a run ends can land in rat-py's post_run_cell callback, while
+// it takes the snapshot: the code ended, so the run's result stands, without
+// IPython's "Error in callback" in its output, and with its snapshot.
+test("a cancel whose SIGINT lands in rat-py's post_run_cell callback: the run ended, its output and snapshot are whole", async () => {
+  const h = await connect();
+  try {
+    await run(h, `v = 1\n${widenHelper('_snapshot')}`);
+    const pid = await kernelPid(h);
+    const { c, r } = await inWindow(h, "get_ipython().kernel._rat_test_armed = True\nw = 2\nprint('ran')");
+    assert.match(c.text, /^NOT CANCELLED: exec #\d+ ended on its own \(✓\)/, c.text);
+    assert.match(r.text, /^ran\nin-window\n\n✓ .*\| 2 vars$/, r.text);
+    assert.equal(await kernelPid(h), pid, 'the kernel was replaced');
+    const after = await run(h, 'print("w is", w)');
+    assert.match(after.text, /^w is 2\n(.*\n)*\n✓ /, after.text);
   } finally {
     await h.close();
   }
