@@ -251,6 +251,11 @@ test('3000 roots/list_changed to a client that never answers roots/list: one WAR
     srv.send({ jsonrpc: '2.0', id: 7, method: 'ping' });
     const r = await srv.reply(7);
     assert.deepEqual(r.result, {});
+    // stderr is a pipe of its own: read to its end (rat-py leaves when its
+    // stdin closes) before counting, not only as far as the ping's reply.
+    const drained = new Promise((done) => srv.child.stderr.on('end', done));
+    srv.child.stdin.end();
+    await drained;
     const warns = srv.stderr().split('\n').filter((l) => /roots\/list requests are unanswered/.test(l));
     assert.equal(warns.length, 1, `${warns.length} WARN lines`);
   } finally {
