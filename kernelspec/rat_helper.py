@@ -752,7 +752,6 @@ def _pre_run_cell(info=None):
     cell instead (_CellCut), so the code does not run and the run ends in
     KeyboardInterrupt, as an interrupt at its first line would."""
     try:
-        _uncut_cells()
         _restore_streams()   # a run that never reached post_run_cell
         if _mine():
             _shorten_streams()
@@ -764,8 +763,8 @@ class _CellCut:
     """An IPython AST transformer for one cell, the one whose pre_run_cell
     was interrupted: its body becomes `raise KeyboardInterrupt`. It stays
     in the shell's ast_transformers only until that cell's post_run_cell
-    (or the next pre_run_cell, or the last rat-py's detach), and leaves any
-    other cell as it is."""
+    (IPython and ipykernel trigger it in a `finally`) or the last rat-py's
+    detach, and leaves any other cell as it is."""
 
     _rat_hook = True
 
@@ -792,7 +791,7 @@ def _interrupt_cell():
 def _uncut_cells(ip=None):
     """Takes every _CellCut out (this install's and earlier ones')."""
     ts = getattr(ip if ip is not None else _shell(), "ast_transformers", None)
-    if isinstance(ts, list):
+    if isinstance(ts, list) and any(getattr(t, "_rat_hook", False) for t in ts):
         ts[:] = [t for t in ts if not getattr(t, "_rat_hook", False)]
 
 
